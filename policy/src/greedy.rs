@@ -1,0 +1,104 @@
+//! `greedy`: the papers' greedy baseline (and StarPU's `eager`): one central
+//! FIFO; each ready task goes to the first idle worker able to run it.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use crate::fifo::CentralFifo;
+use crate::starpu::{SchedCtx, SchedPolicy, Task, WorkerId, relaxed_lock};
+
+/// State of one scheduling context under `greedy`.
+pub struct Greedy {
+    state: Mutex<State>,
+    /// Tasks in the FIFO, readable without the lock (pop fast path).
+    queued: AtomicUsize,
+    /// Per worker: its last pop found nothing it could run, and no push
+    /// since has offered it a task. Lets polling workers skip the lock.
+    idle: Box<[AtomicBool]>,
+}
+
+struct State {
+    fifo: CentralFifo<Task>,
+    workers: Vec<WorkerId>,
+}
+
+impl Greedy {
+    fn idle_flag(&self, w: WorkerId) -> Option<&AtomicBool> {
+        self.idle.get(w.index())
+    }
+}
+
+impl SchedPolicy for Greedy {
+    const NAME: &'static str = "greedy";
+
+    fn new(_ctx: SchedCtx) -> Self {
+        Greedy {
+            state: Mutex::new(State {
+                fifo: CentralFifo::default(),
+                workers: Vec::new(),
+            }),
+            queued: AtomicUsize::new(0),
+            idle: (0..WorkerId::max_workers()).map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
+
+    fn add_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
+        let mut st = relaxed_lock(&self.state);
+        for &w in workers {
+            if !st.workers.contains(&w) {
+                st.workers.push(w);
+            }
+            if let Some(flag) = self.idle_flag(w) {
+                flag.store(false, Ordering::Release);
+            }
+        }
+    }
+
+    fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
+        relaxed_lock(&self.state).workers.retain(|w| !workers.contains(w));
+    }
+
+    fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
+        let mut st = relaxed_lock(&self.state);
+        task.announce_pushed();
+        // Wake the first idle worker that can run the task; the others keep
+        // skipping the lock.
+        let wake = st.workers.iter().copied().find(|&w| {
+            self.idle_flag(w).is_some_and(|f| f.load(Ordering::Acquire)) && task.first_impl_on(w).is_some()
+        });
+        if let Some(flag) = wake.and_then(|w| self.idle_flag(w)) {
+            flag.store(false, Ordering::Release);
+        }
+        st.fifo.push(task);
+        self.queued.store(st.fifo.len(), Ordering::Release);
+        drop(st);
+        wake.into_iter().collect()
+    }
+
+    fn pop(&self, _ctx: SchedCtx, worker: WorkerId) -> Option<Task> {
+        if self.queued.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        if self.idle_flag(worker).is_some_and(|f| f.load(Ordering::Acquire)) {
+            return None;
+        }
+        let mut st = relaxed_lock(&self.state);
+        let taken = st.fifo.take_first(|t| t.first_impl_on(worker));
+        self.queued.store(st.fifo.len(), Ordering::Release);
+        if taken.is_none() {
+            if let Some(flag) = self.idle_flag(worker) {
+                flag.store(true, Ordering::Release);
+            }
+        }
+        drop(st);
+        let (mut task, nimpl) = taken?;
+        task.set_implementation(nimpl);
+        Some(task)
+    }
+
+    fn drain(&self) -> Vec<Task> {
+        let mut st = relaxed_lock(&self.state);
+        self.queued.store(0, Ordering::Release);
+        st.fifo.drain()
+    }
+}

@@ -1,0 +1,190 @@
+//! The `extern "C"` functions StarPU calls, generic over the policy type.
+//!
+//! Each callback finds the context's [`Instance`] through StarPU's per
+//! context policy data, calls the safe policy, and never lets a panic
+//! escape (see [`ffi_guard`]).
+
+use std::ffi::{c_uint, c_void};
+use std::ptr::{self, NonNull};
+
+use starpu_sys as sys;
+
+use super::ctx::{SchedCtx, WorkerId, wake_worker};
+use super::guard::ffi_guard;
+use super::task::{Task, TaskRef};
+use super::SchedPolicy;
+use crate::stats::{ContextStats, summary_requested};
+
+/// What the adapter keeps per scheduling context.
+pub(crate) struct Instance<P> {
+    policy: P,
+    stats: ContextStats,
+}
+
+/// The instance of context `ctx`, if `init_sched` succeeded.
+///
+/// # Safety
+/// The context must be one whose policy is `P` (true for every callback
+/// StarPU routes to `P`'s policy struct).
+unsafe fn instance<'a, P>(ctx: c_uint) -> Option<&'a Instance<P>> {
+    // SAFETY: the pointer was set by init_sched::<P> from a Box and stays
+    // valid until deinit_sched::<P>, after which StarPU calls nothing else.
+    unsafe { (sys::starpu_sched_ctx_get_policy_data(ctx) as *const Instance<P>).as_ref() }
+}
+
+pub(crate) unsafe extern "C" fn init_sched<P: SchedPolicy>(ctx: c_uint) {
+    ffi_guard("init_sched", (), || {
+        crate::init_logging();
+        let instance = Box::new(Instance {
+            policy: P::new(SchedCtx(ctx)),
+            stats: ContextStats::default(),
+        });
+        log::info!("policy {} initialised for context {ctx}", P::NAME);
+        // SAFETY: hands StarPU an owned pointer, reclaimed in deinit_sched.
+        unsafe { sys::starpu_sched_ctx_set_policy_data(ctx, Box::into_raw(instance) as *mut c_void) };
+    })
+}
+
+pub(crate) unsafe extern "C" fn deinit_sched<P: SchedPolicy>(ctx: c_uint) {
+    ffi_guard("deinit_sched", (), || {
+        // SAFETY: reclaims the Box created in init_sched; StarPU calls no
+        // other method of this context after deinit.
+        let raw = unsafe { sys::starpu_sched_ctx_get_policy_data(ctx) } as *mut Instance<P>;
+        if raw.is_null() {
+            return;
+        }
+        // SAFETY: see above; the pointer is cleared before the Box drops.
+        let instance = unsafe {
+            sys::starpu_sched_ctx_set_policy_data(ctx, ptr::null_mut());
+            Box::from_raw(raw)
+        };
+        let left = instance.policy.drain();
+        if !left.is_empty() {
+            eprintln!(
+                "plb: error: policy {} deinitialised context {ctx} with {} task(s) still queued; they will not run",
+                P::NAME,
+                left.len()
+            );
+        }
+        if summary_requested() {
+            eprintln!("{}", instance.stats.summary_line(P::NAME, ctx, left.len()));
+        }
+        crate::diagnostics::note_abandoned(left.len());
+        left.into_iter().for_each(Task::abandon);
+    })
+}
+
+pub(crate) unsafe extern "C" fn push_task<P: SchedPolicy>(task: *mut sys::starpu_task) -> i32 {
+    let Some(raw) = NonNull::new(task) else {
+        return -libc::EINVAL;
+    };
+    let to_wake = ffi_guard("push_task", Vec::new(), || {
+        // SAFETY: StarPU passes a live task it hands to the policy.
+        let token = unsafe { Task::from_raw(raw) };
+        let ctx = token.sched_ctx();
+        // SAFETY: the task's context routes to this policy.
+        match unsafe { instance::<P>(ctx.0) } {
+            Some(inst) => {
+                inst.stats.note_pushed();
+                inst.policy.push(ctx, token)
+            }
+            None => {
+                log::error!("push_task on context {} without policy state", ctx.0);
+                drop(token); // Drop rescues it onto a capable worker.
+                Vec::new()
+            }
+        }
+    });
+    ffi_guard("push_task (wake)", (), || to_wake.into_iter().for_each(wake_worker));
+    0
+}
+
+pub(crate) unsafe extern "C" fn pop_task<P: SchedPolicy>(ctx: c_uint) -> *mut sys::starpu_task {
+    ffi_guard("pop_task", ptr::null_mut(), || {
+        let Some(worker) = WorkerId::current() else {
+            return ptr::null_mut();
+        };
+        // SAFETY: StarPU routes this context to this policy.
+        let Some(inst) = (unsafe { instance::<P>(ctx) }) else {
+            return ptr::null_mut();
+        };
+        match inst.policy.pop(SchedCtx(ctx), worker) {
+            Some(task) => {
+                inst.stats.note_popped();
+                task.into_raw()
+            }
+            None => ptr::null_mut(),
+        }
+    })
+}
+
+pub(crate) unsafe extern "C" fn pre_exec_hook<P: SchedPolicy>(task: *mut sys::starpu_task, ctx: c_uint) {
+    ffi_guard("pre_exec_hook", (), || {
+        let (Some(raw), Some(worker)) = (NonNull::new(task), WorkerId::current()) else {
+            return;
+        };
+        // SAFETY: StarPU's context and a live task for the hook's duration.
+        if let Some(inst) = unsafe { instance::<P>(ctx) } {
+            inst.policy
+                .pre_exec(SchedCtx(ctx), unsafe { TaskRef::from_raw(raw) }, worker);
+        }
+    })
+}
+
+pub(crate) unsafe extern "C" fn post_exec_hook<P: SchedPolicy>(task: *mut sys::starpu_task, ctx: c_uint) {
+    ffi_guard("post_exec_hook", (), || {
+        // SAFETY: StarPU routes this context to this policy.
+        let Some(inst) = (unsafe { instance::<P>(ctx) }) else {
+            return;
+        };
+        inst.stats.note_executed();
+        if let (Some(raw), Some(worker)) = (NonNull::new(task), WorkerId::current()) {
+            // SAFETY: the task is live for the hook's duration.
+            inst.policy
+                .post_exec(SchedCtx(ctx), unsafe { TaskRef::from_raw(raw) }, worker);
+        }
+    })
+}
+
+/// Converts StarPU's worker array argument.
+///
+/// # Safety
+/// `ids` must point to `n` ints (or be null with `n == 0`).
+unsafe fn worker_slice(ids: *mut i32, n: c_uint) -> Vec<WorkerId> {
+    if ids.is_null() || n == 0 {
+        return Vec::new();
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::slice::from_raw_parts(ids, n as usize) }
+        .iter()
+        .filter_map(|&w| u32::try_from(w).ok().map(WorkerId))
+        .collect()
+}
+
+pub(crate) unsafe extern "C" fn add_workers<P: SchedPolicy>(ctx: c_uint, ids: *mut i32, n: c_uint) {
+    ffi_guard("add_workers", (), || {
+        // SAFETY: StarPU passes an array of `n` worker ids.
+        let workers = unsafe { worker_slice(ids, n) };
+        for w in &workers {
+            // SAFETY: declares that workers share this context's central
+            // queue, as StarPU's own central-queue policies do.
+            unsafe { sys::starpu_sched_ctx_worker_shares_tasks_lists(w.0 as i32, ctx as i32) };
+        }
+        // SAFETY: StarPU routes this context to this policy.
+        if let Some(inst) = unsafe { instance::<P>(ctx) } {
+            inst.stats.note_workers(workers.iter().map(|w| w.0));
+            inst.policy.add_workers(SchedCtx(ctx), &workers);
+        }
+    })
+}
+
+pub(crate) unsafe extern "C" fn remove_workers<P: SchedPolicy>(ctx: c_uint, ids: *mut i32, n: c_uint) {
+    ffi_guard("remove_workers", (), || {
+        // SAFETY: StarPU passes an array of `n` worker ids.
+        let workers = unsafe { worker_slice(ids, n) };
+        // SAFETY: StarPU routes this context to this policy.
+        if let Some(inst) = unsafe { instance::<P>(ctx) } {
+            inst.policy.remove_workers(SchedCtx(ctx), &workers);
+        }
+    })
+}

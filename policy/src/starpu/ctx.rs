@@ -1,0 +1,75 @@
+//! Scheduling contexts, worker identifiers and StarPU-aware locking.
+
+use std::sync::{Mutex, MutexGuard};
+
+use starpu_sys as sys;
+
+/// A StarPU worker identifier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WorkerId(pub u32);
+
+impl WorkerId {
+    /// The worker running the current thread, if it is a StarPU worker.
+    pub fn current() -> Option<WorkerId> {
+        // SAFETY: plain query of a thread-local key, valid on any thread.
+        let id = unsafe { sys::starpu_worker_get_id() };
+        u32::try_from(id).ok().map(WorkerId)
+    }
+
+    /// The highest number of workers this StarPU build supports.
+    pub fn max_workers() -> usize {
+        // SAFETY: returns a compile-time constant of the StarPU build.
+        unsafe { sys::plb_nmaxworkers() as usize }
+    }
+
+    /// Index form, for per-worker tables.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A StarPU scheduling context identifier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedCtx(pub(crate) u32);
+
+impl SchedCtx {
+    /// The numeric context id.
+    pub fn id(self) -> u32 {
+        self.0
+    }
+
+    /// The workers currently in the context, read from StarPU.
+    pub fn workers(self) -> Vec<WorkerId> {
+        let mut buf = vec![0i32; WorkerId::max_workers()];
+        // SAFETY: `buf` has room for `buf.len()` ints, which bounds the write.
+        let n = unsafe { sys::plb_sched_ctx_workers(self.0, buf.as_mut_ptr(), buf.len() as u32) };
+        buf.truncate(n as usize);
+        buf.into_iter()
+            .filter_map(|w| u32::try_from(w).ok().map(WorkerId))
+            .collect()
+    }
+}
+
+/// Locks `mutex` the way StarPU requires from code that may run on a
+/// worker: the worker is put in the relax state while it may block, so
+/// that other threads can still wake it or take its scheduling lock.
+/// A poisoned mutex is recovered (its data stays consistent by design of
+/// the policies: every critical section leaves the state valid).
+pub fn relaxed_lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    if let Ok(guard) = mutex.try_lock() {
+        return guard;
+    }
+    // SAFETY: relax_on/relax_off are paired below and are no-ops on
+    // threads that are not StarPU workers.
+    unsafe { sys::starpu_worker_relax_on() };
+    let guard = mutex.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: pairs the relax_on above.
+    unsafe { sys::starpu_worker_relax_off() };
+    guard
+}
+
+/// Wakes `worker` if it sleeps; call with no policy lock held.
+pub(crate) fn wake_worker(worker: WorkerId) {
+    // SAFETY: the id came from the context's own worker list.
+    unsafe { sys::starpu_wake_worker_relax_light(worker.0 as i32) };
+}

@@ -1,0 +1,162 @@
+//! How StarPU finds our policies.
+//!
+//! * StarPU 1.4: `STARPU_SCHED_LIB=libstarpu_plb.so` makes StarPU call
+//!   [`starpu_get_sched_lib_policy`] / [`starpu_get_sched_lib_policies`].
+//! * StarPU 1.3 has no such hook, so the library is `LD_PRELOAD`ed and
+//!   interposes `starpu_initialize` (which `starpu_init`, starpu-mpi,
+//!   starpurm and OpenMP all reach through the PLT). When `STARPU_SCHED`
+//!   names one of our policies, the call is forwarded with a copy of the
+//!   caller's configuration whose `sched_policy` is ours; `STARPU_SCHED` is
+//!   hidden during the call so StarPU neither overrides the choice nor warns
+//!   about an unknown name. Anything else passes through untouched.
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::mem::MaybeUninit;
+use std::sync::{Mutex, OnceLock};
+
+use starpu_sys as sys;
+
+use super::guard::ffi_guard;
+use super::registry::{null_terminated, policy_by_name};
+use crate::catalog::POLICIES;
+
+type InitializeFn = unsafe extern "C" fn(*mut sys::starpu_conf, *mut c_int, *mut *mut *mut c_char) -> c_int;
+type PredefinedFn = unsafe extern "C" fn() -> *mut *mut sys::starpu_sched_policy;
+
+/// The next definition of `symbol` after this library (StarPU's own).
+fn next_symbol(symbol: &CStr) -> Option<*mut c_void> {
+    // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name is always valid.
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, symbol.as_ptr()) };
+    (!p.is_null()).then_some(p)
+}
+
+fn real_initialize() -> Option<InitializeFn> {
+    static REAL: OnceLock<Option<usize>> = OnceLock::new();
+    let addr = (*REAL.get_or_init(|| next_symbol(c"starpu_initialize").map(|p| p as usize)))?;
+    // SAFETY: the symbol is StarPU's starpu_initialize, of this type.
+    Some(unsafe { std::mem::transmute::<usize, InitializeFn>(addr) })
+}
+
+/// Serialises concurrent `starpu_initialize` calls while `STARPU_SCHED` is hidden.
+static INIT_LOCK: Mutex<()> = Mutex::new(());
+
+/// Which of our policies `STARPU_SCHED` selects, if any; prints our list
+/// for `STARPU_SCHED=help` (StarPU then prints its own).
+fn selected_policy() -> Option<(String, *mut sys::starpu_sched_policy)> {
+    let name = std::env::var("STARPU_SCHED").ok()?;
+    if name == "help" {
+        eprintln!("\nPolicies of the plb library (libstarpu_plb):");
+        for p in POLICIES {
+            eprintln!("{:<30}\t-> {}", p.name(), p.description());
+        }
+    }
+    let policy = policy_by_name(&name)?;
+    Some((name, policy))
+}
+
+/// Interposed StarPU entry point (StarPU 1.3 loading mechanism).
+///
+/// # Safety
+/// Same contract as StarPU's `starpu_initialize`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn starpu_initialize(
+    conf: *mut sys::starpu_conf,
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+) -> c_int {
+    let Some(real) = real_initialize() else {
+        eprintln!("plb: error: StarPU's starpu_initialize was not found (is libstarpu loaded?)");
+        return -libc::ENOSYS;
+    };
+    let Some((name, policy)) = ffi_guard("starpu_initialize", None, selected_policy) else {
+        // SAFETY: untouched pass-through of the caller's arguments.
+        return unsafe { real(conf, argc, argv) };
+    };
+    let _serial = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let mut ours = MaybeUninit::<sys::starpu_conf>::zeroed();
+    // SAFETY: copies the caller's conf when given (StarPU copies it too),
+    // else fills a fresh one; both leave `ours` initialised.
+    let mut ours = unsafe {
+        if conf.is_null() {
+            sys::starpu_conf_init(ours.as_mut_ptr());
+        } else {
+            std::ptr::copy_nonoverlapping(conf, ours.as_mut_ptr(), 1);
+        }
+        ours.assume_init()
+    };
+    ours.sched_policy = policy;
+    ours.sched_policy_name = std::ptr::null();
+    log::info!("installing plb policy {name} through starpu_initialize");
+    // SAFETY: environment changes are serialised by INIT_LOCK; StarPU reads
+    // STARPU_SCHED only during initialisation.
+    unsafe { std::env::remove_var("STARPU_SCHED") };
+    // SAFETY: forwards to StarPU with a valid conf and the caller's argv.
+    let ret = unsafe { real(&mut ours, argc, argv) };
+    // SAFETY: as above.
+    unsafe { std::env::set_var("STARPU_SCHED", &name) };
+    ret
+}
+
+/// Interposed so that code iterating StarPU's known policies sees ours too.
+///
+/// # Safety
+/// Same contract as StarPU's function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn starpu_sched_get_predefined_policies() -> *mut *mut sys::starpu_sched_policy {
+    struct List(Vec<*mut sys::starpu_sched_policy>);
+    // SAFETY: the pointers are to immutable, process-lifetime structs.
+    unsafe impl Send for List {}
+    // SAFETY: as above.
+    unsafe impl Sync for List {}
+    static MERGED: OnceLock<List> = OnceLock::new();
+    let merged = MERGED.get_or_init(|| {
+        let mut all = Vec::new();
+        if let Some(f) = next_symbol(c"starpu_sched_get_predefined_policies") {
+            // SAFETY: StarPU's function of this type, returning a
+            // NULL-terminated array of static structs.
+            unsafe {
+                let real: PredefinedFn = std::mem::transmute(f);
+                let mut p = real();
+                while !p.is_null() && !(*p).is_null() {
+                    all.push(*p);
+                    p = p.add(1);
+                }
+            }
+        }
+        // SAFETY: the registry's list is NULL-terminated.
+        unsafe {
+            let mut p = null_terminated();
+            while !(*p).is_null() {
+                all.push(*p);
+                p = p.add(1);
+            }
+        }
+        all.push(std::ptr::null_mut());
+        List(all)
+    });
+    merged.0.as_ptr() as *mut _
+}
+
+/// StarPU 1.4 `STARPU_SCHED_LIB` entry point: our policy named `name`, or
+/// NULL when the name is not ours.
+///
+/// # Safety
+/// `name` must be NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn starpu_get_sched_lib_policy(name: *const c_char) -> *mut sys::starpu_sched_policy {
+    if name.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: non-null NUL-terminated string per the contract.
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+    ffi_guard("starpu_get_sched_lib_policy", None, || policy_by_name(&name))
+        .unwrap_or(std::ptr::null_mut())
+}
+
+/// StarPU 1.4 `STARPU_SCHED_LIB` entry point: every policy of this
+/// library, NULL-terminated.
+#[unsafe(no_mangle)]
+pub extern "C" fn starpu_get_sched_lib_policies() -> *mut *mut sys::starpu_sched_policy {
+    ffi_guard("starpu_get_sched_lib_policies", std::ptr::null_mut(), null_terminated)
+}
+

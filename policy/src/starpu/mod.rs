@@ -1,0 +1,62 @@
+//! The StarPU adapter: the only part of the library that talks to StarPU.
+//!
+//! It turns StarPU's scheduling callbacks into calls on a [`SchedPolicy`]
+//! (safe Rust), builds the C `struct starpu_sched_policy` for each registered
+//! policy, and installs the library into StarPU (interposed
+//! `starpu_initialize` on 1.3, `STARPU_SCHED_LIB` entry points on 1.4).
+//! Every `unsafe` block of the policy crate lives under this module.
+
+mod callbacks;
+mod ctx;
+mod guard;
+mod interpose;
+mod registry;
+mod task;
+
+pub use ctx::{SchedCtx, WorkerId, relaxed_lock};
+pub use registry::{policy_by_name, registered_policies};
+pub use task::{Task, TaskRef};
+
+/// A scheduling policy, one instance per StarPU scheduling context.
+///
+/// StarPU calls these methods concurrently from the submitting threads and
+/// from every worker, so implementations synchronise themselves (use
+/// [`relaxed_lock`] for locks that workers may wait on). A [`Task`] is an
+/// owned token: a task the policy holds must eventually be returned from
+/// [`SchedPolicy::pop`] (or from [`SchedPolicy::drain`] at deinit); a token
+/// dropped by mistake is rescued onto a capable worker's local queue rather
+/// than lost.
+pub trait SchedPolicy: Send + Sync + 'static {
+    /// The `STARPU_SCHED` name; must be listed in [`crate::catalog`].
+    const NAME: &'static str;
+
+    /// Creates the policy state of a new scheduling context.
+    fn new(ctx: SchedCtx) -> Self
+    where
+        Self: Sized;
+
+    /// Workers joined the context.
+    fn add_workers(&self, _ctx: SchedCtx, _workers: &[WorkerId]) {}
+
+    /// Workers left the context.
+    fn remove_workers(&self, _ctx: SchedCtx, _workers: &[WorkerId]) {}
+
+    /// A task became ready. The policy queues it (calling
+    /// [`Task::announce_pushed`] while the task cannot yet be taken) and
+    /// returns the idle workers to wake, chosen while it held its lock; the
+    /// adapter wakes them after the policy has released every lock.
+    fn push(&self, ctx: SchedCtx, task: Task) -> Vec<WorkerId>;
+
+    /// Worker `worker` asks for a task. Called often (drivers poll), so the
+    /// empty case must be cheap.
+    fn pop(&self, ctx: SchedCtx, worker: WorkerId) -> Option<Task>;
+
+    /// A task is about to start on `worker`.
+    fn pre_exec(&self, _ctx: SchedCtx, _task: TaskRef<'_>, _worker: WorkerId) {}
+
+    /// A task has finished on `worker` (not called for StarPU-internal tasks).
+    fn post_exec(&self, _ctx: SchedCtx, _task: TaskRef<'_>, _worker: WorkerId) {}
+
+    /// Takes every task still queued (called at deinit; normally none).
+    fn drain(&self) -> Vec<Task>;
+}

@@ -1,0 +1,176 @@
+//! Owned tokens for the tasks StarPU hands to a policy.
+
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use starpu_sys as sys;
+
+use super::ctx::{SchedCtx, WorkerId};
+
+/// A task StarPU pushed to the policy and that the policy has not yet
+/// handed back. Not `Clone`: exactly one owner at a time.
+///
+/// Dropping a `Task` instead of returning it from `pop` (a bug, or a panic
+/// unwinding through the policy) does not lose it: `Drop` pushes it onto
+/// the local queue of a worker of its context that can run it.
+pub struct Task {
+    raw: NonNull<sys::starpu_task>,
+}
+
+// SAFETY: a starpu_task is owned by StarPU and may be handled from any
+// thread; the token guarantees a single user at a time.
+unsafe impl Send for Task {}
+
+impl Task {
+    /// Wraps a task StarPU just passed to `push_task`.
+    ///
+    /// # Safety
+    /// `raw` must be a live task given to the policy and not yet returned.
+    pub(crate) unsafe fn from_raw(raw: NonNull<sys::starpu_task>) -> Task {
+        Task { raw }
+    }
+
+    /// Hands the task back to StarPU; the policy must not use it again.
+    pub(crate) fn into_raw(self) -> *mut sys::starpu_task {
+        let raw = self.raw.as_ptr();
+        std::mem::forget(self);
+        raw
+    }
+
+    fn as_ref(&self) -> TaskRef<'_> {
+        TaskRef {
+            raw: self.raw,
+            _life: PhantomData,
+        }
+    }
+
+    /// The scheduling context the task was submitted to.
+    pub fn sched_ctx(&self) -> SchedCtx {
+        self.as_ref().sched_ctx()
+    }
+
+    /// The task's priority.
+    pub fn priority(&self) -> i32 {
+        self.as_ref().priority()
+    }
+
+    /// StarPU's job id of the task.
+    pub fn job_id(&self) -> u64 {
+        self.as_ref().job_id()
+    }
+
+    /// The first implementation `worker` can run, or `None` when the worker
+    /// cannot execute the task (wrong worker type, `where` mask,
+    /// `can_execute` hook).
+    pub fn first_impl_on(&self, worker: WorkerId) -> Option<u32> {
+        let mut nimpl = 0u32;
+        // SAFETY: the token owns a live task; StarPU only reads it.
+        let ok = unsafe {
+            sys::starpu_worker_can_execute_task_first_impl(worker.0, self.raw.as_ptr(), &mut nimpl)
+        };
+        (ok != 0).then_some(nimpl)
+    }
+
+    /// Selects the implementation the worker will run.
+    pub fn set_implementation(&mut self, nimpl: u32) {
+        // SAFETY: the token owns a live task not yet handed to a worker.
+        unsafe { sys::starpu_task_set_implementation(self.raw.as_ptr(), nimpl) };
+    }
+
+    /// Tells StarPU the task is queued (`starpu_push_task_end`). Call it
+    /// while holding the queue's lock, so no worker can take the task first.
+    pub fn announce_pushed(&self) {
+        // SAFETY: live task inside push_task, as StarPU requires.
+        unsafe { sys::starpu_push_task_end(self.raw.as_ptr()) };
+    }
+
+    /// Gives up a task that can no longer be scheduled (context torn down
+    /// with the task still queued). The task is reported, never freed.
+    pub(crate) fn abandon(self) {
+        log::error!("task (job {}) abandoned at scheduler deinit", self.job_id());
+        let _ = self.into_raw();
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        rescue(self.raw);
+    }
+}
+
+/// Last resort for a task token dropped without being handed back: put it
+/// on the local queue of the first worker of its context that can run it.
+fn rescue(raw: NonNull<sys::starpu_task>) {
+    let token = TaskRef {
+        raw,
+        _life: PhantomData,
+    };
+    let ctx = token.sched_ctx();
+    let capable = ctx.workers().into_iter().find_map(|w| {
+        let mut nimpl = 0u32;
+        // SAFETY: live task (the token was never handed back).
+        let ok = unsafe { sys::starpu_worker_can_execute_task_first_impl(w.0, raw.as_ptr(), &mut nimpl) };
+        (ok != 0).then_some((w, nimpl))
+    });
+    match capable {
+        Some((worker, nimpl)) => {
+            log::error!(
+                "task (job {}) was dropped by the policy; rescued onto worker {}",
+                token.job_id(),
+                worker.0
+            );
+            // SAFETY: live task handed to StarPU exactly once, here.
+            unsafe {
+                sys::starpu_task_set_implementation(raw.as_ptr(), nimpl);
+                sys::starpu_push_local_task(worker.0 as i32, raw.as_ptr(), 0);
+            }
+        }
+        None => log::error!(
+            "task (job {}) was dropped by the policy and no worker of context {} can run it",
+            token.job_id(),
+            ctx.0
+        ),
+    }
+}
+
+/// A borrowed view of a task, given to the execution hooks.
+#[derive(Clone, Copy)]
+pub struct TaskRef<'a> {
+    raw: NonNull<sys::starpu_task>,
+    _life: PhantomData<&'a sys::starpu_task>,
+}
+
+impl TaskRef<'_> {
+    /// Wraps a task pointer StarPU passed to a hook.
+    ///
+    /// # Safety
+    /// `raw` must stay valid for the lifetime of the view.
+    pub(crate) unsafe fn from_raw<'a>(raw: NonNull<sys::starpu_task>) -> TaskRef<'a> {
+        TaskRef {
+            raw,
+            _life: PhantomData,
+        }
+    }
+
+    fn task(&self) -> &sys::starpu_task {
+        // SAFETY: valid for 'a by construction.
+        unsafe { self.raw.as_ref() }
+    }
+
+    /// The scheduling context the task was submitted to.
+    pub fn sched_ctx(&self) -> SchedCtx {
+        SchedCtx(self.task().sched_ctx)
+    }
+
+    /// The task's priority.
+    pub fn priority(&self) -> i32 {
+        self.task().priority
+    }
+
+    /// StarPU's job id of the task.
+    pub fn job_id(&self) -> u64 {
+        // SAFETY: valid task; StarPU only reads it (allocating the job if
+        // needed, which it does for every task anyway).
+        unsafe { sys::starpu_task_get_job_id(self.raw.as_ptr()) as u64 }
+    }
+}

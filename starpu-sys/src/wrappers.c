@@ -1,0 +1,42 @@
+/* Small C wrappers for StarPU macros that bindgen cannot translate. */
+#include "../wrapper.h"
+
+unsigned plb_task_get_nbuffers(const struct starpu_task *task)
+{
+	if (task->cl == NULL)
+		return 0;
+	return STARPU_TASK_GET_NBUFFERS(task);
+}
+
+starpu_data_handle_t plb_task_get_handle(const struct starpu_task *task, unsigned i)
+{
+	return STARPU_TASK_GET_HANDLE(task, i);
+}
+
+enum starpu_data_access_mode plb_task_get_mode(const struct starpu_task *task, unsigned i)
+{
+	return STARPU_TASK_GET_MODE(task, i);
+}
+
+unsigned plb_sched_ctx_workers(unsigned sched_ctx_id, int *out, unsigned max)
+{
+	struct starpu_worker_collection *workers = starpu_sched_ctx_get_worker_collection(sched_ctx_id);
+	struct starpu_sched_ctx_iterator it;
+	unsigned n = 0;
+	if (workers == NULL)
+		return 0;
+	workers->init_iterator(workers, &it);
+	while (n < max && workers->has_next(workers, &it))
+		out[n++] = workers->get_next(workers, &it);
+	return n;
+}
+
+unsigned plb_nmaxworkers(void)
+{
+	return STARPU_NMAXWORKERS;
+}
+
+unsigned plb_nmax_sched_ctxs(void)
+{
+	return STARPU_NMAX_SCHED_CTXS;
+}
