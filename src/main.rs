@@ -1,1 +1,126 @@
-fn main() {}
+//! `plb`: command-line front end of the PLB StarPU scheduling policies.
+
+mod experiment;
+mod launch;
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use launch::PolicySelection;
+use starpu_plb::catalog::POLICIES;
+
+const USAGE: &str = "\
+usage:
+  plb policies                              list our policies
+  plb run --sched <name> [--summary] -- <command> [args...]
+                                            run a StarPU program under a policy
+                                            (ours, or any of StarPU's own)
+  plb experiment [--reps N] [--policies a,b,...] [--out DIR]
+                                            compare policies on StarPU example
+                                            applications (the main job)
+  plb help                                  this text";
+
+fn main() -> ExitCode {
+    starpu_plb::init_logging();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match dispatch(&args) {
+        Ok(code) => code,
+        Err(msg) => {
+            eprintln!("plb: error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn dispatch(args: &[String]) -> Result<ExitCode, String> {
+    match args.first().map(String::as_str) {
+        Some("policies") => {
+            for p in POLICIES {
+                println!("{:<10} {}", p.name(), p.description());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("run") => run(&args[1..]),
+        Some("experiment") => experiment(&args[1..]),
+        Some("help" | "--help" | "-h") => {
+            println!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(other) => Err(format!("unknown command '{other}'\n{USAGE}")),
+        None => Err(USAGE.to_string()),
+    }
+}
+
+/// Returns the value following flag `flag` at `args[*i]`, advancing `i`.
+fn flag_value<'a>(args: &'a [String], i: &mut usize, flag: &str) -> Result<&'a str, String> {
+    *i += 1;
+    args.get(*i)
+        .map(String::as_str)
+        .ok_or_else(|| format!("{flag} needs a value"))
+}
+
+fn run(args: &[String]) -> Result<ExitCode, String> {
+    let mut sched = None;
+    let mut summary = false;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--sched" => sched = Some(flag_value(args, &mut i, "--sched")?.to_string()),
+            "--summary" => summary = true,
+            "--" => break,
+            other => {
+                return Err(format!(
+                    "unexpected argument '{other}' (the command goes after --)"
+                ));
+            }
+        }
+        i += 1;
+    }
+    let sched = sched.ok_or("plb run needs --sched <name>")?;
+    let command = args
+        .get(i + 1..)
+        .filter(|c| !c.is_empty())
+        .ok_or("plb run needs a command after --")?;
+    let policy = PolicySelection::new(&sched)?;
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..]);
+    policy.apply(&mut cmd);
+    if summary {
+        cmd.env("PLB_SUMMARY", "1");
+    }
+    let err = cmd.exec();
+    Err(format!("cannot run '{}': {err}", command[0]))
+}
+
+fn experiment(args: &[String]) -> Result<ExitCode, String> {
+    let mut opts = experiment::Options::default();
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--reps" => {
+                let v = flag_value(args, &mut i, "--reps")?;
+                opts.repetitions = v
+                    .parse()
+                    .map_err(|_| format!("--reps: '{v}' is not a count"))?;
+            }
+            "--policies" => {
+                let v = flag_value(args, &mut i, "--policies")?;
+                opts.policies = v
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+                if opts.policies.is_empty() {
+                    return Err("--policies needs at least one name".into());
+                }
+            }
+            "--out" => opts.out_dir = PathBuf::from(flag_value(args, &mut i, "--out")?),
+            other => return Err(format!("unexpected argument '{other}'")),
+        }
+        i += 1;
+    }
+    let csv = experiment::run(&opts)?;
+    println!("\nraw times written to {}", csv.display());
+    Ok(ExitCode::SUCCESS)
+}

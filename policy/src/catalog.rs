@@ -54,7 +54,11 @@ mod tests {
     #[test]
     fn names_are_unique_and_never_start_with_heft() {
         for (i, p) in POLICIES.iter().enumerate() {
-            assert!(!p.name().starts_with("heft"), "{} would be mapped to dmda", p.name());
+            assert!(
+                !p.name().starts_with("heft"),
+                "{} would be mapped to dmda",
+                p.name()
+            );
             assert!(!p.name().is_empty() && !p.description().is_empty());
             assert!(POLICIES[i + 1..].iter().all(|q| q.name() != p.name()));
         }

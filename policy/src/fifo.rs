@@ -62,7 +62,8 @@ mod tests {
         for i in 0..5 {
             q.push(i);
         }
-        let taken: Vec<i32> = std::iter::from_fn(|| q.take_first(|_| Some(())).map(|(v, _)| v)).collect();
+        let taken: Vec<i32> =
+            std::iter::from_fn(|| q.take_first(|_| Some(())).map(|(v, _)| v)).collect();
         assert_eq!(taken, vec![0, 1, 2, 3, 4]);
         assert!(q.is_empty());
     }

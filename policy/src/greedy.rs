@@ -38,7 +38,9 @@ impl SchedPolicy for Greedy {
                 workers: Vec::new(),
             }),
             queued: AtomicUsize::new(0),
-            idle: (0..WorkerId::max_workers()).map(|_| AtomicBool::new(false)).collect(),
+            idle: (0..WorkerId::max_workers())
+                .map(|_| AtomicBool::new(false))
+                .collect(),
         }
     }
 
@@ -55,7 +57,9 @@ impl SchedPolicy for Greedy {
     }
 
     fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
-        relaxed_lock(&self.state).workers.retain(|w| !workers.contains(w));
+        relaxed_lock(&self.state)
+            .workers
+            .retain(|w| !workers.contains(w));
     }
 
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
@@ -64,7 +68,8 @@ impl SchedPolicy for Greedy {
         // Wake the first idle worker that can run the task; the others keep
         // skipping the lock.
         let wake = st.workers.iter().copied().find(|&w| {
-            self.idle_flag(w).is_some_and(|f| f.load(Ordering::Acquire)) && task.first_impl_on(w).is_some()
+            self.idle_flag(w).is_some_and(|f| f.load(Ordering::Acquire))
+                && task.first_impl_on(w).is_some()
         });
         if let Some(flag) = wake.and_then(|w| self.idle_flag(w)) {
             flag.store(false, Ordering::Release);
@@ -79,7 +84,10 @@ impl SchedPolicy for Greedy {
         if self.queued.load(Ordering::Acquire) == 0 {
             return None;
         }
-        if self.idle_flag(worker).is_some_and(|f| f.load(Ordering::Acquire)) {
+        if self
+            .idle_flag(worker)
+            .is_some_and(|f| f.load(Ordering::Acquire))
+        {
             return None;
         }
         let mut st = relaxed_lock(&self.state);

@@ -21,3 +21,7 @@ pub fn init_logging() {
     let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("error"))
         .try_init();
 }
+
+/// The StarPU API series the library was built against ("1.3" or "1.4"):
+/// 1.3 loads policies by `LD_PRELOAD`, 1.4 by `STARPU_SCHED_LIB`.
+pub const STARPU_SERIES: &str = starpu_sys::STARPU_SERIES;

@@ -9,10 +9,10 @@ use std::ptr::{self, NonNull};
 
 use starpu_sys as sys;
 
+use super::SchedPolicy;
 use super::ctx::{SchedCtx, WorkerId, wake_worker};
 use super::guard::ffi_guard;
 use super::task::{Task, TaskRef};
-use super::SchedPolicy;
 use crate::stats::{ContextStats, summary_requested};
 
 /// What the adapter keeps per scheduling context.
@@ -41,7 +41,9 @@ pub(crate) unsafe extern "C" fn init_sched<P: SchedPolicy>(ctx: c_uint) {
         });
         log::info!("policy {} initialised for context {ctx}", P::NAME);
         // SAFETY: hands StarPU an owned pointer, reclaimed in deinit_sched.
-        unsafe { sys::starpu_sched_ctx_set_policy_data(ctx, Box::into_raw(instance) as *mut c_void) };
+        unsafe {
+            sys::starpu_sched_ctx_set_policy_data(ctx, Box::into_raw(instance) as *mut c_void)
+        };
     })
 }
 
@@ -95,7 +97,9 @@ pub(crate) unsafe extern "C" fn push_task<P: SchedPolicy>(task: *mut sys::starpu
             }
         }
     });
-    ffi_guard("push_task (wake)", (), || to_wake.into_iter().for_each(wake_worker));
+    ffi_guard("push_task (wake)", (), || {
+        to_wake.into_iter().for_each(wake_worker)
+    });
     0
 }
 
@@ -118,7 +122,10 @@ pub(crate) unsafe extern "C" fn pop_task<P: SchedPolicy>(ctx: c_uint) -> *mut sy
     })
 }
 
-pub(crate) unsafe extern "C" fn pre_exec_hook<P: SchedPolicy>(task: *mut sys::starpu_task, ctx: c_uint) {
+pub(crate) unsafe extern "C" fn pre_exec_hook<P: SchedPolicy>(
+    task: *mut sys::starpu_task,
+    ctx: c_uint,
+) {
     ffi_guard("pre_exec_hook", (), || {
         let (Some(raw), Some(worker)) = (NonNull::new(task), WorkerId::current()) else {
             return;
@@ -131,7 +138,10 @@ pub(crate) unsafe extern "C" fn pre_exec_hook<P: SchedPolicy>(task: *mut sys::st
     })
 }
 
-pub(crate) unsafe extern "C" fn post_exec_hook<P: SchedPolicy>(task: *mut sys::starpu_task, ctx: c_uint) {
+pub(crate) unsafe extern "C" fn post_exec_hook<P: SchedPolicy>(
+    task: *mut sys::starpu_task,
+    ctx: c_uint,
+) {
     ffi_guard("post_exec_hook", (), || {
         // SAFETY: StarPU routes this context to this policy.
         let Some(inst) = (unsafe { instance::<P>(ctx) }) else {
@@ -178,7 +188,11 @@ pub(crate) unsafe extern "C" fn add_workers<P: SchedPolicy>(ctx: c_uint, ids: *m
     })
 }
 
-pub(crate) unsafe extern "C" fn remove_workers<P: SchedPolicy>(ctx: c_uint, ids: *mut i32, n: c_uint) {
+pub(crate) unsafe extern "C" fn remove_workers<P: SchedPolicy>(
+    ctx: c_uint,
+    ids: *mut i32,
+    n: c_uint,
+) {
     ffi_guard("remove_workers", (), || {
         // SAFETY: StarPU passes an array of `n` worker ids.
         let workers = unsafe { worker_slice(ids, n) };

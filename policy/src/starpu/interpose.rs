@@ -20,7 +20,8 @@ use super::guard::ffi_guard;
 use super::registry::{null_terminated, policy_by_name};
 use crate::catalog::POLICIES;
 
-type InitializeFn = unsafe extern "C" fn(*mut sys::starpu_conf, *mut c_int, *mut *mut *mut c_char) -> c_int;
+type InitializeFn =
+    unsafe extern "C" fn(*mut sys::starpu_conf, *mut c_int, *mut *mut *mut c_char) -> c_int;
 type PredefinedFn = unsafe extern "C" fn() -> *mut *mut sys::starpu_sched_policy;
 
 /// The next definition of `symbol` after this library (StarPU's own).
@@ -102,7 +103,8 @@ pub unsafe extern "C" fn starpu_initialize(
 /// # Safety
 /// Same contract as StarPU's function.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn starpu_sched_get_predefined_policies() -> *mut *mut sys::starpu_sched_policy {
+pub unsafe extern "C" fn starpu_sched_get_predefined_policies() -> *mut *mut sys::starpu_sched_policy
+{
     struct List(Vec<*mut sys::starpu_sched_policy>);
     // SAFETY: the pointers are to immutable, process-lifetime structs.
     unsafe impl Send for List {}
@@ -143,20 +145,53 @@ pub unsafe extern "C" fn starpu_sched_get_predefined_policies() -> *mut *mut sys
 /// # Safety
 /// `name` must be NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn starpu_get_sched_lib_policy(name: *const c_char) -> *mut sys::starpu_sched_policy {
+pub unsafe extern "C" fn starpu_get_sched_lib_policy(
+    name: *const c_char,
+) -> *mut sys::starpu_sched_policy {
     if name.is_null() {
         return std::ptr::null_mut();
     }
     // SAFETY: non-null NUL-terminated string per the contract.
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
-    ffi_guard("starpu_get_sched_lib_policy", None, || policy_by_name(&name))
-        .unwrap_or(std::ptr::null_mut())
+    let name = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    ffi_guard("starpu_get_sched_lib_policy", None, || {
+        policy_by_name(&name)
+    })
+    .unwrap_or(std::ptr::null_mut())
 }
 
 /// StarPU 1.4 `STARPU_SCHED_LIB` entry point: every policy of this
 /// library, NULL-terminated.
 #[unsafe(no_mangle)]
 pub extern "C" fn starpu_get_sched_lib_policies() -> *mut *mut sys::starpu_sched_policy {
-    ffi_guard("starpu_get_sched_lib_policies", std::ptr::null_mut(), null_terminated)
+    ffi_guard(
+        "starpu_get_sched_lib_policies",
+        std::ptr::null_mut(),
+        null_terminated,
+    )
 }
 
+/// Name and description of every policy StarPU accepts in `STARPU_SCHED`
+/// once this library is loaded: StarPU's predefined ones and ours.
+pub fn known_policies() -> Vec<(String, String)> {
+    let text = |p: *const c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            // SAFETY: policy names and descriptions are static C strings.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    let mut out = Vec::new();
+    // SAFETY: the merged list is NULL-terminated and its structs live for
+    // the whole process.
+    unsafe {
+        let mut p = starpu_sched_get_predefined_policies();
+        while !(*p).is_null() {
+            out.push((text((**p).policy_name), text((**p).policy_description)));
+            p = p.add(1);
+        }
+    }
+    out
+}

@@ -14,6 +14,7 @@ mod registry;
 mod task;
 
 pub use ctx::{SchedCtx, WorkerId, relaxed_lock};
+pub use interpose::known_policies;
 pub use registry::{policy_by_name, registered_policies};
 pub use task::{Task, TaskRef};
 

@@ -109,7 +109,9 @@ fn rescue(raw: NonNull<sys::starpu_task>) {
     let capable = ctx.workers().into_iter().find_map(|w| {
         let mut nimpl = 0u32;
         // SAFETY: live task (the token was never handed back).
-        let ok = unsafe { sys::starpu_worker_can_execute_task_first_impl(w.0, raw.as_ptr(), &mut nimpl) };
+        let ok = unsafe {
+            sys::starpu_worker_can_execute_task_first_impl(w.0, raw.as_ptr(), &mut nimpl)
+        };
         (ok != 0).then_some((w, nimpl))
     });
     match capable {

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs, idempotently, every Debian package the build, the tests and the
+# experiments need, then builds the workspace in release mode.
+# Usage: bash scripts/setup.sh        (root, or a user with sudo)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  libstarpu-dev starpu-examples starpu-tools   # StarPU 1.3, its examples and tools
+  coinor-libipopt-dev liblapack-dev libblas-dev libopenblas-dev  # IPOPT and BLAS/LAPACK
+  libclang-dev cmake pkg-config build-essential  # bindgen, ipopt-sys, cc
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo  # a real OpenCL worker on the CPU
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all ${#PACKAGES[@]} Debian packages present"
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+command -v cargo >/dev/null 2>&1 || { echo "setup: cargo not found; install a Rust toolchain (rustup) first" >&2; exit 1; }
+
+cargo build --release --workspace
+echo "setup: built target/release/plb and target/release/libstarpu_plb.so"
