@@ -6,4 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
-cargo test --release --workspace
+# --all-targets: unit, integration and binary tests (no doc-tests: there are none).
+cargo test --release --workspace --all-targets

@@ -16,3 +16,45 @@ pub const STARPU_SERIES: &str = "1.3";
 /// The StarPU API series these bindings were generated for.
 #[cfg(starpu_1_4)]
 pub const STARPU_SERIES: &str = "1.4";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// bindgen's layouts must equal the C compiler's for every struct the
+    /// policy library reads or writes (they differ between StarPU 1.3 and
+    /// 1.4, so a stale or mismatched binding would corrupt memory).
+    #[test]
+    fn struct_layouts_match_the_c_compiler() {
+        let rust = [
+            size_of::<starpu_sched_policy>(),
+            offset_of!(starpu_sched_policy, policy_name),
+            offset_of!(starpu_sched_policy, worker_type),
+            size_of::<starpu_conf>(),
+            offset_of!(starpu_conf, sched_policy),
+            offset_of!(starpu_conf, sched_policy_name),
+            size_of::<starpu_task>(),
+            offset_of!(starpu_task, sched_ctx),
+            size_of::<starpu_codelet>(),
+        ];
+        for (what, expected) in rust.iter().enumerate() {
+            // SAFETY: pure function returning a constant.
+            let c = unsafe { plb_c_layout(what as u32) };
+            assert_eq!(
+                c, *expected,
+                "layout item {what} differs between C and Rust"
+            );
+        }
+    }
+
+    #[test]
+    fn build_limits_are_sane() {
+        // SAFETY: pure functions returning constants of the StarPU build.
+        let (workers, ctxs) = unsafe { (plb_nmaxworkers(), plb_nmax_sched_ctxs()) };
+        assert!(
+            workers >= 1 && ctxs >= 1,
+            "workers {workers}, contexts {ctxs}"
+        );
+    }
+}

@@ -1,4 +1,5 @@
 /* Small C wrappers for StarPU macros that bindgen cannot translate. */
+#include <stddef.h>
 #include "../wrapper.h"
 
 unsigned plb_task_get_nbuffers(const struct starpu_task *task)
@@ -39,4 +40,21 @@ unsigned plb_nmaxworkers(void)
 unsigned plb_nmax_sched_ctxs(void)
 {
 	return STARPU_NMAX_SCHED_CTXS;
+}
+
+size_t plb_c_layout(unsigned what)
+{
+	switch (what)
+	{
+	case 0: return sizeof(struct starpu_sched_policy);
+	case 1: return offsetof(struct starpu_sched_policy, policy_name);
+	case 2: return offsetof(struct starpu_sched_policy, worker_type);
+	case 3: return sizeof(struct starpu_conf);
+	case 4: return offsetof(struct starpu_conf, sched_policy);
+	case 5: return offsetof(struct starpu_conf, sched_policy_name);
+	case 6: return sizeof(struct starpu_task);
+	case 7: return offsetof(struct starpu_task, sched_ctx);
+	case 8: return sizeof(struct starpu_codelet);
+	default: return (size_t)-1;
+	}
 }

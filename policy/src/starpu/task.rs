@@ -54,9 +54,9 @@ impl Task {
         self.as_ref().priority()
     }
 
-    /// StarPU's job id of the task.
-    pub fn job_id(&self) -> u64 {
-        self.as_ref().job_id()
+    /// A short human-readable identification for messages.
+    pub fn describe(&self) -> String {
+        self.as_ref().describe()
     }
 
     /// The first implementation `worker` can run, or `None` when the worker
@@ -87,7 +87,7 @@ impl Task {
     /// Gives up a task that can no longer be scheduled (context torn down
     /// with the task still queued). The task is reported, never freed.
     pub(crate) fn abandon(self) {
-        log::error!("task (job {}) abandoned at scheduler deinit", self.job_id());
+        log::error!("{} abandoned at scheduler deinit", self.describe());
         let _ = self.into_raw();
     }
 }
@@ -117,8 +117,8 @@ fn rescue(raw: NonNull<sys::starpu_task>) {
     match capable {
         Some((worker, nimpl)) => {
             log::error!(
-                "task (job {}) was dropped by the policy; rescued onto worker {}",
-                token.job_id(),
+                "{} was dropped by the policy; rescued onto worker {}",
+                token.describe(),
                 worker.0
             );
             // SAFETY: live task handed to StarPU exactly once, here.
@@ -128,8 +128,8 @@ fn rescue(raw: NonNull<sys::starpu_task>) {
             }
         }
         None => log::error!(
-            "task (job {}) was dropped by the policy and no worker of context {} can run it",
-            token.job_id(),
+            "{} was dropped by the policy and no worker of context {} can run it",
+            token.describe(),
             ctx.0
         ),
     }
@@ -169,10 +169,22 @@ impl TaskRef<'_> {
         self.task().priority
     }
 
-    /// StarPU's job id of the task.
-    pub fn job_id(&self) -> u64 {
-        // SAFETY: valid task; StarPU only reads it (allocating the job if
-        // needed, which it does for every task anyway).
-        unsafe { sys::starpu_task_get_job_id(self.raw.as_ptr()) as u64 }
+    /// A short human-readable identification for messages: the task's or
+    /// its codelet's name and its address (StarPU's job ids are 0 unless
+    /// StarPU was built with FxT or debugging).
+    pub fn describe(&self) -> String {
+        let task = self.task();
+        let mut name = task.name;
+        if name.is_null() && !task.cl.is_null() {
+            // SAFETY: a non-null codelet pointer of a live task is valid.
+            name = unsafe { (*task.cl).name };
+        }
+        let name = if name.is_null() {
+            "unnamed".into()
+        } else {
+            // SAFETY: StarPU names are NUL-terminated C strings.
+            unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy()
+        };
+        format!("task {name} at {:p}", self.raw)
     }
 }

@@ -1,0 +1,176 @@
+//! End-to-end tests of the `plb` command-line tool and of the library's
+//! loading mechanism, on a real StarPU example program.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn plb() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_plb"));
+    for var in [
+        "STARPU_SCHED",
+        "LD_PRELOAD",
+        "STARPU_SCHED_LIB",
+        "PLB_LIBRARY",
+        "PLB_SUMMARY",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// StarPU's hello_world example, when the examples package is installed.
+fn hello_world() -> Option<PathBuf> {
+    let found = std::fs::read_dir("/usr/lib")
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path().join("starpu/examples/hello_world"))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        eprintln!("skipping: StarPU's examples (starpu-examples) are not installed");
+    }
+    found
+}
+
+fn library_built() -> bool {
+    let lib = PathBuf::from(env!("CARGO_BIN_EXE_plb")).with_file_name("libstarpu_plb.so");
+    if !lib.is_file() {
+        eprintln!(
+            "skipping: {} not built (run cargo build --release first)",
+            lib.display()
+        );
+    }
+    lib.is_file()
+}
+
+#[test]
+fn policies_lists_every_catalog_entry() {
+    let out = plb().arg("policies").output().unwrap();
+    assert!(out.status.success());
+    let listed = text(&out);
+    for p in starpu_plb::catalog::POLICIES {
+        assert!(
+            listed.contains(p.name()) && listed.contains(p.description()),
+            "{listed}"
+        );
+    }
+}
+
+#[test]
+fn unknown_policy_is_a_clear_error() {
+    let out = plb()
+        .args(["run", "--sched", "no-such-policy", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let msg = text(&out);
+    assert!(msg.contains("unknown policy 'no-such-policy'"), "{msg}");
+    assert!(
+        msg.contains("greedy") && msg.contains("eager"),
+        "lists ours and StarPU's: {msg}"
+    );
+}
+
+#[test]
+fn missing_library_is_a_clear_error() {
+    let out = plb()
+        .env("PLB_LIBRARY", "/nonexistent/libstarpu_plb.so")
+        .args(["run", "--sched", "greedy", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("PLB_LIBRARY=/nonexistent/libstarpu_plb.so does not name a file"));
+}
+
+#[test]
+fn run_needs_a_command_and_a_policy() {
+    let out = plb()
+        .args(["run", "--sched", "greedy", "--"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("needs a command"));
+    let out = plb().args(["run", "--", "true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("needs --sched"));
+}
+
+#[test]
+fn run_schedules_a_starpu_program_with_our_policy() {
+    let (Some(app), true) = (hello_world(), library_built()) else {
+        return;
+    };
+    let home = std::env::temp_dir().join(format!("plb-cli-test-{}", std::process::id()));
+    let out = plb()
+        .env("STARPU_HOME", &home)
+        .env("STARPU_SILENT", "1")
+        .args(["run", "--sched", "greedy", "--summary", "--"])
+        .arg(&app)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&home);
+    let msg = text(&out);
+    assert!(out.status.success(), "{msg}");
+    assert!(
+        msg.lines()
+            .any(|l| l.starts_with("plb: policy=greedy ctx=0 tasks=1 executed=1 ")),
+        "summary line missing: {msg}"
+    );
+    assert!(
+        !msg.contains("was not found"),
+        "StarPU must not warn about our name: {msg}"
+    );
+}
+
+#[test]
+fn starpu_policies_pass_through_untouched() {
+    let (Some(app), true) = (hello_world(), library_built()) else {
+        return;
+    };
+    let home = std::env::temp_dir().join(format!("plb-cli-eager-{}", std::process::id()));
+    let out = plb()
+        .env("STARPU_HOME", &home)
+        .env("PLB_SUMMARY", "1")
+        .args(["run", "--sched", "eager", "--"])
+        .arg(&app)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&home);
+    let msg = text(&out);
+    assert!(out.status.success(), "{msg}");
+    assert!(
+        !msg.contains("plb: policy="),
+        "our policy must not run under eager: {msg}"
+    );
+}
+
+#[test]
+fn sched_help_lists_ours_next_to_starpus() {
+    let (Some(app), true) = (hello_world(), library_built()) else {
+        return;
+    };
+    let lib = PathBuf::from(env!("CARGO_BIN_EXE_plb")).with_file_name("libstarpu_plb.so");
+    let home = std::env::temp_dir().join(format!("plb-cli-help-{}", std::process::id()));
+    let out = Command::new(&app)
+        .env("STARPU_HOME", &home)
+        .env("STARPU_SCHED", "help")
+        .env("LD_PRELOAD", &lib)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&home);
+    let msg = text(&out);
+    assert!(out.status.success(), "{msg}");
+    assert!(msg.contains("Policies of the plb library"), "{msg}");
+    assert!(msg.lines().any(|l| l.starts_with("greedy")), "{msg}");
+    assert!(
+        msg.lines().any(|l| l.starts_with("eager")),
+        "StarPU's list follows: {msg}"
+    );
+}
