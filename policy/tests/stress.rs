@@ -156,8 +156,6 @@ impl Session {
         conf.ncpus = setup.ncpus;
         conf.nopencl = setup.nopencl;
         conf.ncuda = 0;
-        conf.nmic = 0;
-        conf.nmpi_ms = 0;
         let started = Instant::now();
         // SAFETY: valid conf; StarPU copies it. Not initialised yet: the
         // previous session (if any) shut it down before releasing the lock.
@@ -230,12 +228,7 @@ fn codelet(
 ) -> Box<sys::starpu_codelet> {
     // All-zero is STARPU_CODELET_INIT (what starpu_codelet_init does).
     let mut cl = Box::new(sys::starpu_codelet::default());
-    if cpu.is_some() {
-        cl.where_ |= sys::STARPU_CPU;
-    }
-    if opencl.is_some() {
-        cl.where_ |= sys::STARPU_OPENCL;
-    }
+    // `where_` stays 0: StarPU derives it from the implementations given.
     cl.cpu_funcs[0] = cpu;
     cl.opencl_funcs[0] = opencl;
     cl.nbuffers = 0;
