@@ -1,0 +1,13 @@
+//! The mathematics shared by every profile-based policy, as plain Rust with
+//! no StarPU, no clock and no threads, so the StarPU adapter, the simulator
+//! and the unit tests drive exactly the same code.
+//!
+//! Pipeline: [`samples`] (bounded, outlier-aware observations per PU) →
+//! [`fit`] (execution-time curves F_p over the papers' basis functions and
+//! transfer lines G_p) → [`model`] (the contract a fitted E_p = F_p + G_p
+//! satisfies) → [`solve`] (equal-finish-time block sizes: IPOPT and a fast
+//! exact solver) → [`rounding`] (whole application units).
+//! [`baselines`] holds the HDSS and Acosta models.
+
+pub mod model;
+pub mod rng;
