@@ -10,6 +10,7 @@ PACKAGES=(
   coinor-libipopt-dev liblapack-dev libblas-dev libopenblas-dev  # IPOPT and BLAS/LAPACK
   libclang-dev cmake pkg-config build-essential  # bindgen, ipopt-sys, cc
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo  # a real OpenCL worker on the CPU
+  gnuplot-nox                                   # plots (scripts/plot-*.sh)
 )
 
 missing=()

@@ -9,5 +9,13 @@
 //! exact solver) → [`rounding`] (whole application units).
 //! [`baselines`] holds the HDSS and Acosta models.
 
+pub mod baselines;
+pub mod basis;
+pub mod bench;
+pub mod fit;
+mod lsq;
 pub mod model;
 pub mod rng;
+pub mod rounding;
+pub mod samples;
+pub mod solve;
