@@ -19,6 +19,9 @@ usage:
   plb experiment [--reps N] [--policies a,b,...] [--out DIR]
                                             compare policies on StarPU example
                                             applications (the main job)
+  plb bench-solver [--budget SECONDS] [--cases N] [--pus 2,16,...]
+                                            time the model fit and the IPOPT and
+                                            fast block-size solvers
   plb help                                  this text";
 
 fn main() -> ExitCode {
@@ -43,6 +46,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode, String> {
         }
         Some("run") => run(&args[1..]),
         Some("experiment") => experiment(&args[1..]),
+        Some("bench-solver") => bench_solver(&args[1..]),
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
@@ -122,5 +126,36 @@ fn experiment(args: &[String]) -> Result<ExitCode, String> {
     }
     let csv = experiment::run(&opts)?;
     println!("\nraw times written to {}", csv.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn bench_solver(args: &[String]) -> Result<ExitCode, String> {
+    let mut cfg = plb_core::bench::BenchConfig::default();
+    let mut i = 0;
+    while i < args.len() {
+        let flag = args[i].as_str();
+        let value = flag_value(args, &mut i, flag)?;
+        let bad = || format!("{flag}: '{value}' is not valid");
+        match flag {
+            "--budget" => {
+                cfg.budget_s = value
+                    .parse()
+                    .ok()
+                    .filter(|b: &f64| *b > 0.0)
+                    .ok_or_else(bad)?;
+            }
+            "--cases" => cfg.cases = value.parse().ok().filter(|c| *c > 0).ok_or_else(bad)?,
+            "--pus" => {
+                cfg.pu_counts = value
+                    .split(',')
+                    .map(|v| v.parse().ok().filter(|n| *n > 0))
+                    .collect::<Option<Vec<usize>>>()
+                    .ok_or_else(bad)?;
+            }
+            _ => return Err(format!("unexpected argument '{flag}'")),
+        }
+        i += 1;
+    }
+    print!("{}", plb_core::bench::report(&cfg));
     Ok(ExitCode::SUCCESS)
 }

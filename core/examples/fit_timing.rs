@@ -13,24 +13,9 @@
 
 use std::time::Instant;
 
+use plb_core::bench::synthetic_store;
 use plb_core::fit::{FitConfig, fit_exec, fit_pu};
 use plb_core::rng::Rng;
-use plb_core::samples::{Sample, SampleStore, StoreConfig};
-
-fn store(n: usize, distinct: usize, rng: &mut Rng) -> SampleStore {
-    let mut s = SampleStore::new(StoreConfig {
-        cap: n,
-        ..StoreConfig::default()
-    });
-    for i in 0..n {
-        let k = i % distinct;
-        let x = 1000.0 * (256.0f64).powf(k as f64 / (distinct - 1).max(1) as f64);
-        let noise = 1.0 + 0.05 * (2.0 * rng.unit() - 1.0);
-        let t = (0.01 + 2e-6 * x + 1e-12 * x * x) * noise;
-        s.push(Sample::new(x.round(), t, 1e-4 + 1e-8 * x)).unwrap();
-    }
-    s
-}
 
 fn main() {
     let mut rng = Rng::new(1);
@@ -40,7 +25,7 @@ fn main() {
         "case", "median", "p95", "candidates"
     );
     for &(n, distinct) in &[(64usize, 64usize), (64, 8), (128, 128)] {
-        let s = store(n, distinct, &mut rng);
+        let s = synthetic_store(n, distinct, &mut rng);
         let (cp, tp) = (s.compute_points(), s.transfer_points());
         for &max_terms in &[4usize, 8] {
             let cfg = FitConfig {

@@ -11,8 +11,10 @@
 
 use std::time::Instant;
 
+use crate::fit::{FitConfig, fit_pu};
 use crate::model::TimeModel;
 use crate::rng::Rng;
+use crate::samples::{Sample, SampleStore, StoreConfig};
 use crate::solve::{BlockSolver, FastSolver, IpoptSolver};
 
 /// Names of [`MixtureModel`]'s basis functions, in coefficient order.
@@ -318,13 +320,97 @@ pub fn machine_description() -> String {
     format!("{model}, {cpus} CPUs available")
 }
 
-/// The full report `plb bench-solver` prints: machine, configuration and
-/// the table ([`bench_solvers`] + [`format_table`]).
+/// A full sample store of `n` samples at `distinct` sizes spread
+/// geometrically over 1e3..2.56e5 units: a quadratic-ish device with 5 %
+/// noise and a linear transfer time.
+pub fn synthetic_store(n: usize, distinct: usize, rng: &mut Rng) -> SampleStore {
+    let mut store = SampleStore::new(StoreConfig {
+        cap: n,
+        ..StoreConfig::default()
+    });
+    for i in 0..n {
+        let k = i % distinct.max(1);
+        let x = 1000.0 * 256f64.powf(k as f64 / (distinct.max(2) - 1) as f64);
+        let noise = 1.0 + 0.05 * (2.0 * rng.unit() - 1.0);
+        let t = (0.01 + 2e-6 * x + 1e-12 * x * x) * noise;
+        // Synthetic samples are valid by construction; a refusal is ignored.
+        let _ = store.push(Sample::new(x.round(), t, 1e-4 + 1e-8 * x));
+    }
+    store
+}
+
+/// Time of one refit of a PU model: what [`fit_pu`] costs on a store of
+/// `samples` samples at as many distinct sizes (the worst case), searching
+/// subsets of at most `max_terms` of the 7 bases and the constant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitTiming {
+    /// Samples in the store.
+    pub samples: usize,
+    /// Largest subset size searched.
+    pub max_terms: usize,
+    /// Candidate subsets scored.
+    pub candidates: usize,
+    /// Median and 95th percentile seconds per refit.
+    pub median_s: f64,
+    /// 95th percentile seconds per refit.
+    pub p95_s: f64,
+}
+
+/// Times `repeats` refits (at least 1) for each `max_terms` in `limits`.
+pub fn bench_fit(samples: usize, limits: &[usize], repeats: usize, seed: u64) -> Vec<FitTiming> {
+    let store = synthetic_store(samples, samples, &mut Rng::new(seed));
+    let (compute, transfer) = (store.compute_points(), store.transfer_points());
+    limits
+        .iter()
+        .map(|&max_terms| {
+            let cfg = FitConfig {
+                max_terms,
+                ..FitConfig::default()
+            };
+            let mut times = Vec::with_capacity(repeats.max(1));
+            let mut candidates = 0;
+            for _ in 0..repeats.max(1) {
+                let t0 = Instant::now();
+                let fit = fit_pu(&compute, &transfer, &cfg);
+                times.push(t0.elapsed().as_secs_f64());
+                if let Ok(fit) = std::hint::black_box(fit) {
+                    candidates = fit.exec.candidates;
+                }
+            }
+            times.sort_by(f64::total_cmp);
+            FitTiming {
+                samples,
+                max_terms,
+                candidates,
+                median_s: times[times.len() / 2],
+                p95_s: times[(times.len() * 95 / 100).min(times.len() - 1)],
+            }
+        })
+        .collect()
+}
+
+/// The full report `plb bench-solver` prints: machine, the refit time
+/// ([`bench_fit`], 64 samples) and the solver table ([`bench_solvers`] +
+/// [`format_table`]).
 pub fn report(cfg: &BenchConfig) -> String {
+    let mut fit = String::from(
+        "| samples | max terms | candidate subsets | refit median | refit p95 |\n| ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for t in bench_fit(64, &[4, 8], 200, cfg.seed) {
+        fit.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            t.samples,
+            t.max_terms,
+            t.candidates,
+            fmt_time(t.median_s),
+            fmt_time(t.p95_s)
+        ));
+    }
     let rows = bench_solvers(cfg);
     format!(
-        "machine: {}\ntotal {} units, {} random problems per row, seed {}, {} s of repeats per solver and row; median times per solve\n\n{}",
+        "machine: {}\n\nmodel fit (one PU: execution curve with basis selection + transfer line), 64 samples at 64 sizes:\n\n{}\nsolvers: total {} units, {} random problems per row, seed {}, {} s of repeats per solver and row; median times per solve\n\n{}",
         machine_description(),
+        fit,
         cfg.total,
         cfg.cases,
         cfg.seed,

@@ -7,7 +7,9 @@
 //! transfer lines G_p) → [`model`] (the contract a fitted E_p = F_p + G_p
 //! satisfies) → [`solve`] (equal-finish-time block sizes: IPOPT and a fast
 //! exact solver) → [`rounding`] (whole application units).
-//! [`baselines`] holds the HDSS and Acosta models.
+//! [`baselines`] holds the HDSS and Acosta models. [`bench`] is the one
+//! module that reads a clock: it times the fitter and the solvers for
+//! `plb bench-solver`.
 
 pub mod baselines;
 pub mod basis;

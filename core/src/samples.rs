@@ -51,7 +51,7 @@ impl Sample {
 
     /// Why this sample would be refused, if it would.
     pub fn check(&self) -> Result<(), SampleError> {
-        if !(self.units.is_finite() && self.units > 0.0) {
+        if !(self.units.is_finite() && self.units > 0.0 && self.units <= MAX_UNITS) {
             Err(SampleError::BadUnits)
         } else if !(self.compute_s.is_finite() && self.compute_s > 0.0) {
             Err(SampleError::BadCompute)
@@ -63,10 +63,15 @@ impl Sample {
     }
 }
 
+/// Largest block size a sample may have: 2^53 units, beyond which whole
+/// units are no longer representable in an `f64` (no real block is that
+/// large; such a value is a corrupted measurement).
+pub const MAX_UNITS: f64 = 9_007_199_254_740_992.0;
+
 /// Why a sample was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SampleError {
-    /// Size not finite or not `> 0`.
+    /// Size not finite, not `> 0`, or above [`MAX_UNITS`].
     BadUnits,
     /// Compute time not finite or not `> 0`.
     BadCompute,
@@ -77,7 +82,7 @@ pub enum SampleError {
 impl fmt::Display for SampleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            SampleError::BadUnits => "block size is not a finite number > 0",
+            SampleError::BadUnits => "block size is not a finite number in (0, 2^53]",
             SampleError::BadCompute => "compute time is not a finite number > 0",
             SampleError::BadTransfer => "transfer time is not a finite number >= 0",
         })

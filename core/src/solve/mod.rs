@@ -333,12 +333,18 @@ pub fn proportional_split(models: &[&dyn TimeModel], total: f64) -> Distribution
         usable.iter().sum::<f64>() / usable.len() as f64
     };
     let mut weights: Vec<f64> = rates.iter().map(|r| r.unwrap_or(mean)).collect();
+    // Normalise by the largest rate first so that neither the sum nor
+    // `total * w` can overflow or underflow for extreme (but finite) rates.
+    let max = weights.iter().copied().fold(0.0, f64::max);
+    if max.is_finite() && max > 0.0 {
+        weights.iter_mut().for_each(|w| *w /= max);
+    }
     let mut sum: f64 = weights.iter().sum();
     if !(sum.is_finite() && sum > 0.0) {
         weights = vec![1.0; n];
         sum = n as f64;
     }
-    let units: Vec<f64> = weights.iter().map(|w| total * w / sum).collect();
+    let units: Vec<f64> = weights.iter().map(|w| total * (w / sum)).collect();
     let finish_time = models
         .iter()
         .zip(&units)
@@ -509,6 +515,19 @@ mod tests {
         ));
         let d = solve_with_fallback(&ms, 5.0, Primary::Ipopt, None).unwrap();
         assert!(d.is_sane(5.0));
+    }
+
+    #[test]
+    fn proportional_split_neither_overflows_nor_underflows() {
+        // Found by core/tests/fuzz.rs: `total * rate` overflowed to inf for
+        // near-instant PUs, and underflowed to 0 for tiny totals.
+        let instant = Const(2.2e-308);
+        let d = proportional_split(&[&instant], 2.9);
+        assert!(d.is_sane(2.9), "{d:?}");
+        let (slow, fast) = (Const(0.04), Const(1e-229));
+        let d = proportional_split(&[&slow, &fast], 4.4e-300);
+        assert!(d.is_sane(4.4e-300), "{d:?}");
+        assert!(d.units[1] > d.units[0]);
     }
 
     #[test]
