@@ -11,6 +11,7 @@
 //! module that reads a clock: it times the fitter and the solvers for
 //! `plb bench-solver`.
 
+pub mod balance;
 pub mod baselines;
 pub mod basis;
 pub mod bench;

@@ -1,0 +1,83 @@
+//! Load balancers as event-driven state machines.
+//!
+//! A balancer never knows whether it runs under StarPU (the divisible-load
+//! API), under the simulator, or in a unit test: it receives events with the
+//! time as an argument and answers with decisions.
+//!
+//! * Event "PU `p` is idle at time `now`": [`Balancer::next`], answered with
+//!   a [`Decision`]: run a [`Block`] of units, wait for an event, or stop.
+//! * Event "a block finished": [`Balancer::completed`] with the measured
+//!   compute and transfer times ([`Completion`]).
+//!
+//! Units are handed out from one [`WorkPool`] cursor, so no unit can be
+//! given twice or skipped: every balancer only decides block *sizes* and
+//! *who* gets them.
+
+mod greedy;
+mod pool;
+pub mod sim;
+
+pub use greedy::Greedy;
+pub use pool::WorkPool;
+
+/// Index of a processing unit in the balancer's PU list.
+pub type PuId = usize;
+
+/// A contiguous range `[offset, offset + len)` of work units for one PU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    /// The PU that processes it.
+    pub pu: PuId,
+    /// First unit.
+    pub offset: u64,
+    /// Number of units (> 0).
+    pub len: u64,
+}
+
+impl Block {
+    /// One past the last unit.
+    pub fn end(&self) -> u64 {
+        self.offset + self.len
+    }
+}
+
+/// A balancer's answer to an idle PU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Process this block.
+    Run(Block),
+    /// Nothing for you now; ask again after the next completion (a
+    /// synchronisation point, or work that another PU must finish first).
+    Wait,
+    /// No work will ever come for this PU.
+    Done,
+}
+
+/// What the driver measured for a finished block.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Completion {
+    /// The block, as it was handed out.
+    pub block: Block,
+    /// Time the PU spent computing, in seconds.
+    pub compute_s: f64,
+    /// Time spent moving the block's data, in seconds.
+    pub transfer_s: f64,
+    /// When the block finished (same clock as `now` in [`Balancer::next`]).
+    pub finished_at: f64,
+}
+
+/// An event-driven load balancer over `n` PUs and `W` units.
+pub trait Balancer {
+    /// The policy name (as in `STARPU_SCHED`).
+    fn name(&self) -> &'static str;
+
+    /// PU `pu` is idle at time `now` (seconds since the run started) and
+    /// asks for work.
+    fn next(&mut self, pu: PuId, now: f64) -> Decision;
+
+    /// A block handed out by [`Balancer::next`] finished.
+    fn completed(&mut self, done: Completion);
+
+    /// Units not yet handed out.
+    fn remaining(&self) -> u64;
+}
