@@ -13,11 +13,19 @@
 //! given twice or skipped: every balancer only decides block *sizes* and
 //! *who* gets them.
 
+mod acosta;
 mod greedy;
+mod hdss;
+pub mod plb_hac;
+mod plb_hec;
 mod pool;
 pub mod sim;
 
+pub use acosta::{Acosta, AcostaConfig, AcostaStats};
 pub use greedy::Greedy;
+pub use hdss::{Hdss, HdssConfig, HdssStats};
+pub use plb_hac::{PlbHac, PlbHacConfig, PlbHacConfigError, PlbHacStats, StepSolution};
+pub use plb_hec::{PlbHec, PlbHecConfig, PlbHecStats, default_initial_block};
 pub use pool::WorkPool;
 
 /// Index of a processing unit in the balancer's PU list.
@@ -65,6 +73,43 @@ pub struct Completion {
     /// When the block finished (same clock as `now` in [`Balancer::next`]).
     pub finished_at: f64,
 }
+
+/// Why a balancer could not be built from its configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConfigError {
+    /// No PU at all.
+    NoPus {
+        /// The balancer's name.
+        balancer: &'static str,
+    },
+    /// A parameter out of its documented range.
+    Invalid {
+        /// The balancer's name.
+        balancer: &'static str,
+        /// The configuration field.
+        field: &'static str,
+        /// Its value.
+        value: f64,
+        /// What it must be.
+        expected: &'static str,
+    },
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::NoPus { balancer } => write!(f, "{balancer} needs at least one PU"),
+            ConfigError::Invalid {
+                balancer,
+                field,
+                value,
+                expected,
+            } => write!(f, "{balancer}: {field} = {value}, expected {expected}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
 
 /// An event-driven load balancer over `n` PUs and `W` units.
 pub trait Balancer {
