@@ -1,8 +1,10 @@
-//! `plb experiment`: the project's main job. For now (foundation stage) it
-//! runs StarPU's own example applications under our `greedy` and under
-//! StarPU's `eager`, repeatedly and interleaved, and prints their wall-clock
-//! times side by side. Later issues replace the workloads with our
-//! divisible-load applications and add the PLB policies and the simulator.
+//! `plb experiment`: the project's main job. It runs StarPU's own example
+//! applications under our `greedy` and under StarPU's `eager`, repeatedly
+//! and interleaved, and prints their wall-clock times side by side (real
+//! runs); then it compares every balancer of `plb-core` (greedy, HDSS,
+//! Acosta, PLB-HeC, PLB-HAC) on simulated platforms against the optimum
+//! (see `simulated.rs`). Later issues replace the real workloads with our
+//! divisible-load applications under every policy.
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -189,6 +191,13 @@ pub fn run(opts: &Options) -> Result<PathBuf, String> {
         .map_err(|e| format!("cannot create {}: {e}", opts.out_dir.display()))?;
     let path = opts.out_dir.join("experiment-foundation.csv");
     std::fs::write(&path, csv).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+
+    let (table, sim_csv) = crate::simulated::run(opts.repetitions)?;
+    println!("\n{table}");
+    let sim_path = opts.out_dir.join("experiment-simulated.csv");
+    std::fs::write(&sim_path, sim_csv)
+        .map_err(|e| format!("cannot write {}: {e}", sim_path.display()))?;
+    println!("simulated makespans written to {}", sim_path.display());
     Ok(path)
 }
 

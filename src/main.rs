@@ -2,6 +2,7 @@
 
 mod experiment;
 mod launch;
+mod simulated;
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;

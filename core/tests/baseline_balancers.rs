@@ -4,11 +4,11 @@
 //! optimum on the issue's scenarios. `simulate` itself checks that every
 //! unit is handed out exactly once.
 
+use plb_core::balance::scenarios::{five_pus, lin, two_pus, with_latency};
 use plb_core::balance::sim::{SimOptions, SimPu, SimReport, optimum, simulate};
 use plb_core::balance::{
     Acosta, AcostaConfig, Balancer, Greedy, Hdss, HdssConfig, PlbHec, PlbHecConfig,
 };
-use plb_core::model::{LinearModel, TimeModel};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Kind {
@@ -34,69 +34,6 @@ fn run(kind: Kind, pus: &[SimPu], total: u64, noise: f64, seed: u64) -> SimRepor
     assert_eq!(r.units.iter().sum::<u64>(), total, "{kind:?}");
     assert_eq!(b.remaining(), 0, "{kind:?}");
     r
-}
-
-fn lin(fixed: f64, rate: f64) -> SimPu {
-    SimPu::new(LinearModel { fixed, rate })
-}
-
-/// A PU with a per-block latency modelled as transfer time.
-fn with_latency(rate: f64, latency: f64) -> SimPu {
-    let mut p = lin(0.0, rate);
-    p.transfer = Box::new(LinearModel {
-        fixed: latency,
-        rate: f64::INFINITY,
-    });
-    p
-}
-
-/// Compute time `x / rate + c · ln(1 + x / k)`: a throughput that climbs
-/// with the block size (a GPU warming up), concave, so one block per PU is
-/// still optimal and [`optimum`] a lower bound.
-struct Ramp {
-    rate: f64,
-    c: f64,
-    k: f64,
-}
-
-impl TimeModel for Ramp {
-    fn time(&self, x: f64) -> f64 {
-        let x = x.max(0.0);
-        x / self.rate + self.c * (1.0 + x / self.k).ln()
-    }
-    fn slope(&self, x: f64) -> f64 {
-        1.0 / self.rate + self.c / (self.k + x.max(0.0))
-    }
-}
-
-/// Issue 4 §7: PU0 at 1000 units/s, PU1 4× faster with 20 ms latency per
-/// block; 20 000 units = 20 s on PU0 alone.
-fn two_pus() -> (Vec<SimPu>, u64) {
-    (vec![lin(0.0, 1000.0), with_latency(4000.0, 0.02)], 20_000)
-}
-
-/// Five heterogeneous PUs: two CPU-like lines, two GPU-like PUs with launch
-/// latency and transfer, one whose throughput ramps up with the block size. About 10 s in all.
-fn five_pus() -> (Vec<SimPu>, u64) {
-    let mut gpu = lin(0.01, 5000.0);
-    gpu.transfer = Box::new(LinearModel {
-        fixed: 0.005,
-        rate: 50_000.0,
-    });
-    (
-        vec![
-            lin(0.0, 500.0),
-            lin(0.0, 800.0),
-            gpu,
-            with_latency(3000.0, 0.03),
-            SimPu::new(Ramp {
-                rate: 2500.0,
-                c: 0.05,
-                k: 100.0,
-            }),
-        ],
-        100_000,
-    )
 }
 
 #[test]

@@ -19,6 +19,7 @@ mod hdss;
 pub mod plb_hac;
 mod plb_hec;
 mod pool;
+pub mod scenarios;
 pub mod sim;
 
 pub use acosta::{Acosta, AcostaConfig, AcostaStats};
