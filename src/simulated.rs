@@ -12,6 +12,9 @@ use plb_core::balance::{
     PlbHecConfig,
 };
 
+/// Builds a simulated platform: its PUs and the units to process.
+type Platform = fn() -> (Vec<SimPu>, u64);
+
 /// Relative noise on simulated compute times.
 const NOISE: f64 = 0.03;
 
@@ -47,7 +50,7 @@ fn build(name: &str, n: usize, total: u64) -> Result<Box<dyn Balancer>, String> 
 /// Runs every contender `reps` times (noise seeds 1..=reps) on both
 /// platforms; returns the printed table and the CSV.
 pub fn run(reps: usize) -> Result<(String, String), String> {
-    let platforms: [(&str, fn() -> (Vec<SimPu>, u64)); 2] = [
+    let platforms: [(&str, Platform); 2] = [
         ("2 PUs (PU1 4x faster, 20 ms/block)", two_pus),
         ("5 heterogeneous PUs", five_pus),
     ];
