@@ -235,13 +235,9 @@ impl Balancer for Acosta {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::balance::sim::{SimOptions, SimPu, optimum, simulate};
-    use crate::model::LinearModel;
+    use crate::balance::sim::{SimOptions, optimum, simulate};
 
-    fn pu(fixed: f64, rate: f64) -> SimPu {
-        SimPu::new(LinearModel { fixed, rate })
-    }
-
+    use crate::balance::scenarios::lin as pu;
     #[test]
     fn rejects_bad_configs() {
         assert_eq!(

@@ -296,13 +296,9 @@ impl Balancer for Hdss {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::balance::sim::{SimOptions, SimPu, simulate};
-    use crate::model::LinearModel;
+    use crate::balance::sim::{SimOptions, simulate};
 
-    fn pu(fixed: f64, rate: f64) -> SimPu {
-        SimPu::new(LinearModel { fixed, rate })
-    }
-
+    use crate::balance::scenarios::lin as pu;
     #[test]
     fn rejects_bad_configs() {
         assert_eq!(

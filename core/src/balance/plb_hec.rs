@@ -535,12 +535,9 @@ impl Balancer for PlbHec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::balance::sim::{SimOptions, SimPu, SpeedChange, optimum, simulate};
+    use crate::balance::sim::{SimOptions, SpeedChange, optimum, simulate};
 
-    fn pu(fixed: f64, rate: f64) -> SimPu {
-        SimPu::new(LinearModel { fixed, rate })
-    }
-
+    use crate::balance::scenarios::lin as pu;
     #[test]
     fn default_initial_block_is_a_tenth_over_the_ramp() {
         assert_eq!(default_initial_block(20_000, 2), 66);

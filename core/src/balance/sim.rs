@@ -309,12 +309,8 @@ impl TimeModel for TrueModel<'_> {
 mod tests {
     use super::*;
     use crate::balance::Greedy;
-    use crate::model::LinearModel;
 
-    fn pu(fixed: f64, rate: f64) -> SimPu {
-        SimPu::new(LinearModel { fixed, rate })
-    }
-
+    use crate::balance::scenarios::lin as pu;
     #[test]
     fn greedy_on_two_equal_pus_splits_evenly() {
         let pus = [pu(0.0, 100.0), pu(0.0, 100.0)];
