@@ -7,10 +7,14 @@
 //! * [`catalog`]: the registered policy names (no StarPU needed).
 //! * [`starpu`]: the adapter, the only module that touches StarPU.
 //! * [`greedy`]: the greedy baseline policy.
+//! * [`divisible`]: the divisible-load API (blocks of `W` units for the
+//!   application to submit; C header `include/plb_divisible.h`).
 //! * [`fifo`], [`stats`]: plain data structures the policies use.
 
 pub mod catalog;
 pub mod diagnostics;
+pub mod divisible;
+pub mod emulation;
 pub mod fifo;
 pub mod greedy;
 pub mod starpu;

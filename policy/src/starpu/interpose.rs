@@ -69,9 +69,12 @@ pub unsafe extern "C" fn starpu_initialize(
         eprintln!("plb: error: StarPU's starpu_initialize was not found (is libstarpu loaded?)");
         return -libc::ENOSYS;
     };
+    if let Err(code) = super::emulate::before_init() {
+        return code;
+    }
     let Some((name, policy)) = ffi_guard("starpu_initialize", None, selected_policy) else {
         // SAFETY: untouched pass-through of the caller's arguments.
-        return unsafe { real(conf, argc, argv) };
+        return super::emulate::after_init(unsafe { real(conf, argc, argv) });
     };
     let _serial = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let mut ours = MaybeUninit::<sys::starpu_conf>::zeroed();
@@ -95,7 +98,7 @@ pub unsafe extern "C" fn starpu_initialize(
     let ret = unsafe { real(&mut ours, argc, argv) };
     // SAFETY: as above.
     unsafe { std::env::set_var("STARPU_SCHED", &name) };
-    ret
+    super::emulate::after_init(ret)
 }
 
 /// Interposed so that code iterating StarPU's known policies sees ours too.

@@ -8,12 +8,16 @@
 
 mod callbacks;
 mod ctx;
+pub mod divisible_ffi;
+mod emulate;
 mod guard;
 mod interpose;
 mod registry;
 mod task;
 
 pub use ctx::{SchedCtx, WorkerId, relaxed_lock};
+pub use divisible_ffi::all_worker_ids;
+pub use emulate::{ENV as EMULATE_ENV, emulate_after};
 pub use interpose::known_policies;
 pub use registry::{policy_by_name, registered_policies};
 pub use task::{Task, TaskRef};
