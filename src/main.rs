@@ -1,5 +1,7 @@
 //! `plb`: command-line front end of the PLB StarPU scheduling policies.
 
+mod balance;
+mod balance_run;
 mod experiment;
 mod launch;
 mod simulated;
@@ -20,6 +22,10 @@ usage:
   plb experiment [--reps N] [--policies a,b,...] [--out DIR]
                                             compare policies on StarPU example
                                             applications (the main job)
+  plb experiment balance [--reps N] [--quick]
+                                            divisible-load balancers vs the
+                                            optimum on 2 CPU workers with
+                                            EMULATED heterogeneity (real runs)
   plb bench-solver [--budget SECONDS] [--cases N] [--pus 2,16,...]
                                             time the model fit and the IPOPT and
                                             fast block-size solvers
@@ -48,6 +54,10 @@ fn dispatch(args: &[String]) -> Result<ExitCode, String> {
         Some("run") => run(&args[1..]),
         Some("experiment") => experiment(&args[1..]),
         Some("bench-solver") => bench_solver(&args[1..]),
+        Some("__balance-run") => {
+            balance::child_main(&args[1..])?;
+            Ok(ExitCode::SUCCESS)
+        }
         Some("help" | "--help" | "-h") => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
@@ -99,6 +109,10 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
 }
 
 fn experiment(args: &[String]) -> Result<ExitCode, String> {
+    if args.first().map(String::as_str) == Some("balance") {
+        balance::run(&args[1..])?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut opts = experiment::Options::default();
     let mut i = 0;
     while i < args.len() {

@@ -28,10 +28,28 @@ impl PolicyInfo {
 }
 
 /// Every policy the library registers, in the order they are listed.
-pub const POLICIES: &[PolicyInfo] = &[PolicyInfo {
-    c_name: c"greedy",
-    c_description: c"plb greedy baseline: central FIFO, each ready task to the first idle worker able to run it",
-}];
+pub const POLICIES: &[PolicyInfo] = &[
+    PolicyInfo {
+        c_name: c"greedy",
+        c_description: c"plb greedy baseline: central FIFO, each ready task to the first idle worker able to run it",
+    },
+    PolicyInfo {
+        c_name: c"plb-hac",
+        c_description: c"plb-hac (task mode: per-worker/codelet fitted models, earliest predicted finish, idle workers steal; divisible mode: PLB-HAC balancer)",
+    },
+    PolicyInfo {
+        c_name: c"plb-hec",
+        c_description: c"plb-hec (task mode: per-worker/codelet fitted models, earliest predicted finish, idle workers steal; divisible mode: PLB-HeC balancer)",
+    },
+    PolicyInfo {
+        c_name: c"hdss",
+        c_description: c"hdss (task mode: per-worker/codelet fitted models, earliest predicted finish, idle workers steal; divisible mode: HDSS balancer)",
+    },
+    PolicyInfo {
+        c_name: c"acosta",
+        c_description: c"acosta (task mode: per-worker/codelet fitted models, earliest predicted finish, idle workers steal; divisible mode: Acosta balancer)",
+    },
+];
 
 /// Looks a policy up by its exact `STARPU_SCHED` name.
 pub fn find(name: &str) -> Option<&'static PolicyInfo> {
@@ -71,5 +89,8 @@ mod tests {
         assert!(find("GREEDY").is_none());
         assert!(find("").is_none());
         assert!(names().contains("greedy"));
+        for n in ["plb-hac", "plb-hec", "hdss", "acosta"] {
+            assert_eq!(find(n).map(|p| p.name()), Some(n));
+        }
     }
 }

@@ -7,6 +7,8 @@
 //! * [`catalog`]: the registered policy names (no StarPU needed).
 //! * [`starpu`]: the adapter, the only module that touches StarPU.
 //! * [`greedy`]: the greedy baseline policy.
+//! * [`model_policy`]: task mode of `plb-hac`, `plb-hec`, `hdss`, `acosta`
+//!   (placement rule in [`placement`], which needs no StarPU).
 //! * [`divisible`]: the divisible-load API (blocks of `W` units for the
 //!   application to submit; C header `include/plb_divisible.h`).
 //! * [`fifo`], [`stats`]: plain data structures the policies use.
@@ -17,6 +19,8 @@ pub mod divisible;
 pub mod emulation;
 pub mod fifo;
 pub mod greedy;
+pub mod model_policy;
+pub mod placement;
 pub mod starpu;
 pub mod stats;
 

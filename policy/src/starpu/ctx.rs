@@ -68,6 +68,12 @@ pub fn relaxed_lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     guard
 }
 
+/// StarPU's clock, in microseconds (`starpu_timing_now`).
+pub fn now_us() -> f64 {
+    // SAFETY: reads a monotonic clock; valid on any thread after init.
+    unsafe { sys::starpu_timing_now() }
+}
+
 /// Wakes `worker` if it sleeps; call with no policy lock held.
 pub(crate) fn wake_worker(worker: WorkerId) {
     // SAFETY: the id came from the context's own worker list.

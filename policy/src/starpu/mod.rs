@@ -15,7 +15,7 @@ mod interpose;
 mod registry;
 mod task;
 
-pub use ctx::{SchedCtx, WorkerId, relaxed_lock};
+pub use ctx::{SchedCtx, WorkerId, now_us, relaxed_lock};
 pub use divisible_ffi::all_worker_ids;
 pub use emulate::{ENV as EMULATE_ENV, emulate_after};
 pub use interpose::known_policies;

@@ -8,6 +8,7 @@ use super::SchedPolicy;
 use super::callbacks::*;
 use crate::catalog::{POLICIES, PolicyInfo};
 use crate::greedy::Greedy;
+use crate::model_policy::{Acosta, Hdss, PlbHac, PlbHec};
 
 /// Builds StarPU's description of policy `P`.
 fn policy_struct<P: SchedPolicy>(info: &'static PolicyInfo) -> sys::starpu_sched_policy {
@@ -32,6 +33,10 @@ fn policy_struct<P: SchedPolicy>(info: &'static PolicyInfo) -> sys::starpu_sched
 fn build(info: &'static PolicyInfo) -> Option<sys::starpu_sched_policy> {
     match info.name() {
         Greedy::NAME => Some(policy_struct::<Greedy>(info)),
+        PlbHac::NAME => Some(policy_struct::<PlbHac>(info)),
+        PlbHec::NAME => Some(policy_struct::<PlbHec>(info)),
+        Hdss::NAME => Some(policy_struct::<Hdss>(info)),
+        Acosta::NAME => Some(policy_struct::<Acosta>(info)),
         _ => None,
     }
 }

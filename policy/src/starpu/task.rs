@@ -59,6 +59,21 @@ impl Task {
         self.as_ref().describe()
     }
 
+    /// See [`TaskRef::codelet_key`].
+    pub fn codelet_key(&self) -> usize {
+        self.as_ref().codelet_key()
+    }
+
+    /// See [`TaskRef::work_units`].
+    pub fn work_units(&self) -> f64 {
+        self.as_ref().work_units()
+    }
+
+    /// See [`TaskRef::addr`].
+    pub fn addr(&self) -> usize {
+        self.as_ref().addr()
+    }
+
     /// The first implementation `worker` can run, or `None` when the worker
     /// cannot execute the task (wrong worker type, `where` mask,
     /// `can_execute` hook).
@@ -167,6 +182,41 @@ impl TaskRef<'_> {
     /// The task's priority.
     pub fn priority(&self) -> i32 {
         self.task().priority
+    }
+
+    /// Identifies the task's codelet (its address; 0 for a task without
+    /// one), the key of the per-codelet models.
+    pub fn codelet_key(&self) -> usize {
+        self.task().cl as usize
+    }
+
+    /// The task's address, which identifies it while it is alive.
+    pub fn addr(&self) -> usize {
+        self.raw.as_ptr() as usize
+    }
+
+    /// The task's size in work units: `flops` when the application set it,
+    /// otherwise the total size in bytes of its data handles, otherwise 1.
+    pub fn work_units(&self) -> f64 {
+        let task = self.task();
+        if task.flops.is_finite() && task.flops > 0.0 {
+            return task.flops;
+        }
+        // SAFETY: live task; the wrapper returns 0 without a codelet.
+        let n = unsafe { sys::plb_task_get_nbuffers(task) };
+        let bytes: usize = (0..n)
+            .map(|i| {
+                // SAFETY: `i` < the task's number of buffers.
+                let h = unsafe { sys::plb_task_get_handle(task, i) };
+                if h.is_null() {
+                    0
+                } else {
+                    // SAFETY: a registered handle of a live task.
+                    unsafe { sys::starpu_data_get_size(h) }
+                }
+            })
+            .fold(0usize, usize::saturating_add);
+        if bytes > 0 { bytes as f64 } else { 1.0 }
     }
 
     /// A short human-readable identification for messages: the task's or

@@ -1,0 +1,309 @@
+//! Task-mode placement: per (worker, codelet) performance models and the
+//! earliest-predicted-finish rule used by the model-based StarPU policies
+//! (`plb-hac`, `plb-hec`, `hdss`, `acosta`; see `docs/balancers.md`,
+//! "Task mode"). Plain data, no StarPU and no clock: the policy passes
+//! sizes and measured seconds in, so everything here is unit-tested with
+//! fake workers.
+
+use std::collections::HashMap;
+
+use plb_core::fit::{FitConfig, PuModel};
+use plb_core::model::TimeModel;
+use plb_core::samples::{Sample, SampleStore, StoreConfig};
+
+/// Samples a (worker, codelet) pair needs before its prediction is used;
+/// until then the worker is "untrained" for that codelet and is fed tasks
+/// so that it gets trained.
+pub const TRAIN_SAMPLES: u64 = 2;
+
+/// An untrained worker is preferred for placement while its queue holds
+/// fewer than this many tasks (it gets trained without being flooded by a
+/// burst of submissions).
+pub const TRAIN_QUEUE: usize = 2;
+
+/// Samples kept per (worker, codelet): bounds memory and the cost of a
+/// refit.
+pub const STORE_CAP: usize = 32;
+
+/// Refit after every sample while a store holds fewer than this many
+/// samples, then after every [`REFIT_EVERY`]-th new sample.
+const REFIT_EAGER: u64 = 8;
+/// See [`REFIT_EAGER`].
+const REFIT_EVERY: u64 = 8;
+
+/// The model of one worker for one codelet.
+#[derive(Debug)]
+pub struct CodeletModel {
+    store: SampleStore,
+    fitted: Option<PuModel>,
+    /// Smallest seconds per unit observed (the fallback while no fit
+    /// succeeds: time proportional to the size at the best throughput).
+    best_spu: Option<f64>,
+    samples: u64,
+    refits: u64,
+}
+
+impl Default for CodeletModel {
+    fn default() -> Self {
+        CodeletModel {
+            store: SampleStore::new(StoreConfig {
+                cap: STORE_CAP,
+                ..StoreConfig::default()
+            }),
+            fitted: None,
+            best_spu: None,
+            samples: 0,
+            refits: 0,
+        }
+    }
+}
+
+impl CodeletModel {
+    /// Records one execution of `units` work units that took `compute_s`
+    /// seconds, and refits the curve on the schedule above (bounded cost:
+    /// at most [`STORE_CAP`] samples). Invalid samples are ignored.
+    pub fn record(&mut self, units: f64, compute_s: f64, cfg: &FitConfig) {
+        if self.store.push(Sample::new(units, compute_s, 0.0)).is_err() {
+            return;
+        }
+        self.samples += 1;
+        let spu = compute_s / units;
+        self.best_spu = Some(self.best_spu.map_or(spu, |b| b.min(spu)));
+        if self.samples < REFIT_EAGER || self.samples % REFIT_EVERY == 0 {
+            self.refits += 1;
+            // A failed fit keeps the previous curve (or the fallback).
+            if let Ok(fit) = self.store.fit(cfg) {
+                self.fitted = Some(fit.model);
+            }
+        }
+    }
+
+    /// Valid samples recorded so far.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// Fits performed so far.
+    pub fn refits(&self) -> u64 {
+        self.refits
+    }
+
+    /// Whether the prediction is used for placement.
+    pub fn trained(&self) -> bool {
+        self.samples >= TRAIN_SAMPLES
+    }
+
+    /// Predicted seconds for `units` work units: the fitted curve, else
+    /// `units` at the best observed throughput; `None` with no sample.
+    pub fn predict(&self, units: f64) -> Option<f64> {
+        let t = match (&self.fitted, self.best_spu) {
+            (Some(m), _) => m.time(units),
+            (None, Some(spu)) => spu * units,
+            (None, None) => return None,
+        };
+        t.is_finite().then_some(t.max(0.0))
+    }
+}
+
+/// Every (worker index, codelet key) model of one scheduling context.
+#[derive(Debug, Default)]
+pub struct ModelBook {
+    models: HashMap<(usize, usize), CodeletModel>,
+    fit: FitConfig,
+}
+
+impl ModelBook {
+    /// Feeds one measurement to the model of (`worker`, `codelet`) (only
+    /// that store is refitted).
+    pub fn record(&mut self, worker: usize, codelet: usize, units: f64, compute_s: f64) {
+        let ModelBook { models, fit } = self;
+        models
+            .entry((worker, codelet))
+            .or_default()
+            .record(units, compute_s, fit);
+    }
+
+    /// The prediction used for placement: `None` while the worker is
+    /// untrained for this codelet.
+    pub fn trained_prediction(&self, worker: usize, codelet: usize, units: f64) -> Option<f64> {
+        self.models
+            .get(&(worker, codelet))
+            .filter(|m| m.trained())
+            .and_then(|m| m.predict(units))
+    }
+
+    /// The model of (`worker`, `codelet`), if any sample was offered.
+    pub fn get(&self, worker: usize, codelet: usize) -> Option<&CodeletModel> {
+        self.models.get(&(worker, codelet))
+    }
+}
+
+/// One worker able to run the task being placed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candidate {
+    /// Predicted seconds of work already queued on the worker.
+    pub backlog_s: f64,
+    /// Tasks in the worker's queue.
+    pub queued: usize,
+    /// Predicted seconds for this task on this worker; `None` while the
+    /// worker is untrained for the task's codelet.
+    pub predicted_s: Option<f64>,
+}
+
+impl Candidate {
+    fn finish(&self) -> Option<f64> {
+        self.predicted_s
+            .map(|p| self.backlog_s + p)
+            .filter(|f| f.is_finite())
+    }
+}
+
+/// Chooses among `cands` (the workers able to run the task; never empty
+/// when the task can run at all) and returns the chosen index:
+///
+/// 1. an untrained worker whose queue holds fewer than [`TRAIN_QUEUE`]
+///    tasks, the one with the shortest queue (ties: `rotate` picks among
+///    them, so the first samples go round-robin);
+/// 2. otherwise the trained worker with the earliest predicted finish
+///    (`backlog_s + predicted_s`; ties: shorter queue, then lower index);
+/// 3. otherwise (all untrained and each already fed) the shortest queue
+///    (ties by `rotate`).
+///
+/// `None` only for an empty slice.
+pub fn choose(cands: &[Candidate], rotate: usize) -> Option<usize> {
+    if cands.is_empty() {
+        return None;
+    }
+    let shortest = |pred: &dyn Fn(&Candidate) -> bool| -> Option<usize> {
+        let min = cands.iter().filter(|c| pred(c)).map(|c| c.queued).min()?;
+        let ties: Vec<usize> = (0..cands.len())
+            .filter(|&i| pred(&cands[i]) && cands[i].queued == min)
+            .collect();
+        Some(ties[rotate % ties.len()])
+    };
+    if let Some(i) = shortest(&|c| c.predicted_s.is_none() && c.queued < TRAIN_QUEUE) {
+        return Some(i);
+    }
+    let best = (0..cands.len())
+        .filter_map(|i| cands[i].finish().map(|f| (i, f)))
+        .min_by(|a, b| {
+            a.1.total_cmp(&b.1)
+                .then(cands[a.0].queued.cmp(&cands[b.0].queued))
+                .then(a.0.cmp(&b.0))
+        });
+    if let Some((i, _)) = best {
+        return Some(i);
+    }
+    shortest(&|_| true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trained(backlog_s: f64, queued: usize, p: f64) -> Candidate {
+        Candidate {
+            backlog_s,
+            queued,
+            predicted_s: Some(p),
+        }
+    }
+
+    fn untrained(queued: usize) -> Candidate {
+        Candidate {
+            backlog_s: 0.0,
+            queued,
+            predicted_s: None,
+        }
+    }
+
+    #[test]
+    fn empty_has_no_choice() {
+        assert_eq!(choose(&[], 0), None);
+    }
+
+    #[test]
+    fn earliest_predicted_finish_wins() {
+        // Fast worker with a backlog vs slow idle worker.
+        let c = [trained(1.0, 4, 0.5), trained(0.0, 0, 2.0)];
+        assert_eq!(choose(&c, 0), Some(0));
+        let c = [trained(3.0, 4, 0.5), trained(0.0, 0, 2.0)];
+        assert_eq!(choose(&c, 0), Some(1));
+    }
+
+    #[test]
+    fn ties_prefer_the_shorter_queue_then_the_lower_index() {
+        let c = [trained(1.0, 3, 1.0), trained(1.5, 1, 0.5)];
+        assert_eq!(choose(&c, 0), Some(1));
+        let c = [trained(1.0, 1, 1.0), trained(1.0, 1, 1.0)];
+        assert_eq!(choose(&c, 7), Some(0));
+    }
+
+    #[test]
+    fn untrained_workers_are_fed_first_round_robin() {
+        let c = [trained(0.0, 0, 0.1), untrained(0), untrained(0)];
+        assert_eq!(choose(&c, 0), Some(1));
+        assert_eq!(choose(&c, 1), Some(2));
+        // The one with the shorter queue first.
+        let c = [untrained(1), untrained(0)];
+        assert_eq!(choose(&c, 0), Some(1));
+    }
+
+    #[test]
+    fn a_fed_untrained_worker_is_not_flooded() {
+        let c = [trained(5.0, 50, 0.1), untrained(TRAIN_QUEUE)];
+        assert_eq!(choose(&c, 0), Some(0));
+    }
+
+    #[test]
+    fn all_untrained_and_fed_spreads_by_queue_length() {
+        let c = [untrained(5), untrained(3), untrained(3)];
+        assert_eq!(choose(&c, 0), Some(1));
+        assert_eq!(choose(&c, 1), Some(2));
+    }
+
+    #[test]
+    fn a_single_capable_worker_is_always_chosen() {
+        // A task only one worker type can run is never left unplaced.
+        for c in [untrained(1000), trained(1e9, 1000, 1e9)] {
+            assert_eq!(choose(&[c], 3), Some(0));
+        }
+        // Non-finite predictions fall back to queue lengths.
+        let c = [trained(0.0, 2, f64::INFINITY), trained(f64::NAN, 1, 1.0)];
+        assert_eq!(choose(&c, 0), Some(1));
+    }
+
+    #[test]
+    fn models_train_and_predict_per_worker_and_codelet() {
+        let mut book = ModelBook::default();
+        assert_eq!(book.trained_prediction(0, 1, 10.0), None);
+        book.record(0, 1, 10.0, 1.0);
+        // One sample: not yet trained.
+        assert_eq!(book.trained_prediction(0, 1, 10.0), None);
+        book.record(0, 1, 20.0, 2.0);
+        let p = book.trained_prediction(0, 1, 40.0).expect("trained");
+        assert!((p - 4.0).abs() < 0.2, "{p}");
+        // Other worker, other codelet: separate models.
+        assert_eq!(book.trained_prediction(1, 1, 10.0), None);
+        assert_eq!(book.trained_prediction(0, 2, 10.0), None);
+        // Invalid samples are ignored.
+        book.record(1, 1, 0.0, 1.0);
+        book.record(1, 1, 1.0, f64::NAN);
+        assert!(book.get(1, 1).is_none_or(|m| m.samples() == 0));
+    }
+
+    #[test]
+    fn refits_are_bounded() {
+        let mut m = CodeletModel::default();
+        let cfg = FitConfig::default();
+        for i in 0..200u64 {
+            let x = 1.0 + (i % 7) as f64;
+            m.record(x, 0.01 * x + 0.001, &cfg);
+        }
+        assert_eq!(m.samples(), 200);
+        // 7 eager fits, then one per 8 samples.
+        assert!(m.refits() <= 7 + 200 / 8, "{}", m.refits());
+        let p = m.predict(4.0).unwrap();
+        assert!((p - 0.041).abs() < 0.005, "{p}");
+    }
+}

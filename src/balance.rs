@@ -1,0 +1,498 @@
+//! `plb experiment balance`: the divisible-load balancers on a real StarPU
+//! run of a synthetic CPU-bound kernel, on 2 CPU workers made heterogeneous
+//! by `PLB_EMULATE` (worker 0 four times slower; worker 1 pays 20 ms per
+//! block), against the best measured one-block-per-worker split.
+//!
+//! Each run is a child process (`plb __balance-run`, see `balance_run.rs`)
+//! so that every run gets a fresh StarPU and a fresh emulation clock.
+
+use std::fmt::Write as _;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::balance_run::Mode;
+
+/// The emulation every run uses.
+pub const EMULATION: &str = "0:speed=0.25; 1:latency=20ms";
+/// The label printed with every output.
+pub fn label() -> String {
+    format!("EMULATED heterogeneity (PLB_EMULATE=\"{EMULATION}\") on 2 identical CPU cores")
+}
+
+/// Kernel iterations per unit of work.
+const ITERS_PER_UNIT: u64 = 1000;
+/// Prefix of the child's result line.
+const TAG: &str = "PLB_BALANCE_RESULT";
+
+/// Burns `units` units of CPU work (a dependent multiply-add chain the
+/// compiler cannot remove); time is proportional to `units`.
+pub fn burn(units: u64) {
+    let mut x = std::hint::black_box(1.0f64);
+    let a = std::hint::black_box(0.999_999_9f64);
+    let b = std::hint::black_box(1e-7f64);
+    for _ in 0..units {
+        for _ in 0..ITERS_PER_UNIT {
+            x = x * a + b;
+        }
+        x = std::hint::black_box(x);
+    }
+    std::hint::black_box(x);
+}
+
+/// One block as measured by its task (kernel time including emulation).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BlockTime {
+    pub worker: i32,
+    pub units: u64,
+    pub seconds: f64,
+}
+
+/// What a child run reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    /// From the first request to the balancer (or first submission) to the
+    /// end of `starpu_task_wait_for_all`.
+    pub makespan_s: f64,
+    /// Every block, in completion order.
+    pub blocks: Vec<BlockTime>,
+}
+
+impl RunResult {
+    /// The machine-readable line the child prints.
+    pub fn to_line(&self) -> String {
+        let blocks: Vec<String> = self
+            .blocks
+            .iter()
+            .map(|b| format!("{}:{}:{:.6}", b.worker, b.units, b.seconds))
+            .collect();
+        format!(
+            "{TAG} makespan={:.6} blocks={}",
+            self.makespan_s,
+            blocks.join(",")
+        )
+    }
+
+    /// Parses [`RunResult::to_line`]'s output.
+    pub fn parse(line: &str) -> Option<RunResult> {
+        let mut it = line.split_whitespace();
+        if it.next()? != TAG {
+            return None;
+        }
+        let makespan_s = it.next()?.strip_prefix("makespan=")?.parse().ok()?;
+        let list = it.next()?.strip_prefix("blocks=")?;
+        let blocks = list
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|b| {
+                let mut f = b.split(':');
+                let r = BlockTime {
+                    worker: f.next()?.parse().ok()?,
+                    units: f.next()?.parse().ok()?,
+                    seconds: f.next()?.parse().ok()?,
+                };
+                f.next().is_none().then_some(r)
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(RunResult { makespan_s, blocks })
+    }
+
+    /// Busy seconds, units and blocks of worker `w`.
+    pub fn worker(&self, w: i32) -> (f64, u64, usize) {
+        self.blocks
+            .iter()
+            .filter(|b| b.worker == w)
+            .fold((0.0, 0, 0), |(s, u, n), b| {
+                (s + b.seconds, u + b.units, n + 1)
+            })
+    }
+
+    /// Idle share of worker `w` over the makespan, in %.
+    pub fn idle_pct(&self, w: i32) -> f64 {
+        100.0 * (1.0 - self.worker(w).0 / self.makespan_s).max(0.0)
+    }
+}
+
+/// Options of `plb experiment balance`.
+struct Options {
+    reps: usize,
+    quick: bool,
+}
+
+fn parse_options(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        reps: 3,
+        quick: false,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--reps" => {
+                i += 1;
+                let v = args.get(i).ok_or("--reps needs a value")?;
+                o.reps = v
+                    .parse()
+                    .ok()
+                    .filter(|r| *r > 0)
+                    .ok_or_else(|| format!("--reps: '{v}' is not a positive count"))?;
+            }
+            "--quick" => o.quick = true,
+            other => return Err(format!("unexpected argument '{other}'")),
+        }
+        i += 1;
+    }
+    if o.quick {
+        o.reps = 1;
+    }
+    Ok(o)
+}
+
+/// Runs one child process.
+fn child(units: u64, mode: &Mode) -> Result<RunResult, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate plb: {e}"))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["__balance-run", "--units", &units.to_string()]);
+    match mode {
+        Mode::Balancer(s) => cmd.args(["--balancer", s]),
+        Mode::Split(r) => cmd.args(["--split", &r.to_string()]),
+        Mode::Calibrate(s) => cmd.args(["--calibrate", &s.to_string()]),
+    };
+    // The plb executable carries the interposed StarPU entry points itself:
+    // preloading the library as well would emulate twice.
+    cmd.env("PLB_EMULATE", EMULATION)
+        .env("STARPU_SCHED", "greedy")
+        .env("STARPU_NCPU", "2")
+        .env("STARPU_NCUDA", "0")
+        .env("STARPU_NOPENCL", "0")
+        .env_remove("LD_PRELOAD")
+        .env_remove("STARPU_SCHED_LIB")
+        .stdin(Stdio::null());
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run plb __balance-run: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(format!(
+            "{mode:?} failed ({}): {}",
+            out.status,
+            stderr.trim()
+        ));
+    }
+    if !stderr.contains("plb: EMULATION ACTIVE") {
+        return Err(format!(
+            "{mode:?}: the emulation was not activated: {}",
+            stderr.trim()
+        ));
+    }
+    stdout
+        .lines()
+        .find_map(RunResult::parse)
+        .ok_or_else(|| format!("{mode:?}: no result line in: {}", stdout.trim()))
+}
+
+/// Per-worker linear fit `t(u) = a + b·u` from a calibration run (one block
+/// of `s` and one of `3s` per worker).
+fn fit(r: &RunResult, w: i32) -> Option<(f64, f64)> {
+    let mut mine: Vec<&BlockTime> = r.blocks.iter().filter(|b| b.worker == w).collect();
+    mine.sort_by_key(|b| b.units);
+    let [small, big] = mine[..] else { return None };
+    let du = (big.units - small.units) as f64;
+    if du <= 0.0 {
+        return None;
+    }
+    let b = (big.seconds - small.seconds) / du;
+    let a = small.seconds - b * small.units as f64;
+    Some((a.max(0.0), b.max(1e-12)))
+}
+
+/// The share `r` of the units on worker 1 that equalises both workers'
+/// predicted times: `a0 + b0(1-r)W = a1 + b1·r·W`, clamped to [0, 1].
+pub fn predicted_split(w0: (f64, f64), w1: (f64, f64), units: u64) -> f64 {
+    let w = units as f64;
+    ((w0.0 - w1.0 + w0.1 * w) / ((w0.1 + w1.1) * w)).clamp(0.0, 1.0)
+}
+
+/// The 3 split ratios in 1 % steps around `r` (nearest percent, ±1 %),
+/// inside [0, 100] %.
+pub fn sweep_percents(r: f64) -> Vec<u32> {
+    let c = ((r * 100.0).round() as i64).clamp(1, 99);
+    (c - 1..=c + 1).map(|p| p as u32).collect()
+}
+
+fn median_run(mut runs: Vec<RunResult>) -> RunResult {
+    runs.sort_by(|a, b| a.makespan_s.total_cmp(&b.makespan_s));
+    runs.swap_remove(runs.len() / 2)
+}
+
+fn progress(what: &str) {
+    eprintln!("  {what}");
+}
+
+/// `plb experiment balance [--reps N] [--quick]`.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let opts = parse_options(args)?;
+    let wall = Instant::now();
+    // Size the work on this machine: about 20 s (2 s with --quick) on the
+    // slow worker alone, i.e. 5 s of real kernel time.
+    let probe = 2000u64;
+    let t = Instant::now();
+    burn(probe);
+    let per_unit = t.elapsed().as_secs_f64().max(1e-9) / probe as f64;
+    let fast_alone_s = if opts.quick { 0.5 } else { 5.0 };
+    let units = ((fast_alone_s / per_unit).round() as u64).max(1024);
+    eprintln!("plb experiment balance: real StarPU runs, {}", label());
+    eprintln!(
+        "  W = {units} units ({:.2} us each unmodified; ~{:.0} s on worker 0 alone), {} repetition(s), median reported",
+        per_unit * 1e6,
+        4.0 * fast_alone_s,
+        opts.reps
+    );
+
+    // Optimum: calibrate both workers, then sweep 3 split ratios.
+    let cal_block = (units / 40).max(1);
+    progress(&format!(
+        "calibration: blocks of {cal_block} and {} units on each worker",
+        3 * cal_block
+    ));
+    let cal = child(units, &Mode::Calibrate(cal_block))?;
+    let f0 = fit(&cal, 0).ok_or("calibration: no fit for worker 0")?;
+    let f1 = fit(&cal, 1).ok_or("calibration: no fit for worker 1")?;
+    let r_pred = predicted_split(f0, f1, units);
+    let percents = sweep_percents(r_pred);
+    let mut best: Option<(u32, RunResult)> = None;
+    for &p in &percents {
+        let mut runs = Vec::new();
+        for rep in 0..opts.reps {
+            progress(&format!(
+                "optimum sweep: {p} % on worker 1, rep {}/{}",
+                rep + 1,
+                opts.reps
+            ));
+            runs.push(child(units, &Mode::Split(f64::from(p) / 100.0))?);
+        }
+        let m = median_run(runs);
+        if best
+            .as_ref()
+            .is_none_or(|(_, b)| m.makespan_s < b.makespan_s)
+        {
+            best = Some((p, m));
+        }
+    }
+    let (best_p, best_run) = best.ok_or("no split ratio was run")?;
+
+    let contenders = [
+        ("greedy W/256", format!("greedy:{}", (units / 256).max(1))),
+        ("greedy W/64", format!("greedy:{}", (units / 64).max(1))),
+        ("greedy W/16", format!("greedy:{}", (units / 16).max(1))),
+        ("hdss", "hdss".into()),
+        ("acosta", "acosta".into()),
+        ("plb-hec", "plb-hec".into()),
+        ("plb-hac", "plb-hac".into()),
+    ];
+    let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); contenders.len()];
+    for rep in 0..opts.reps {
+        for (i, (name, spec)) in contenders.iter().enumerate() {
+            progress(&format!("{name}, rep {}/{}", rep + 1, opts.reps));
+            runs[i].push(child(units, &Mode::Balancer(spec.clone()))?);
+        }
+    }
+
+    let mut rows: Vec<(String, RunResult)> = contenders
+        .iter()
+        .zip(runs)
+        .map(|((name, _), r)| (name.to_string(), median_run(r)))
+        .collect();
+    rows.push((format!("optimum ({best_p} % on w1)"), best_run.clone()));
+    let mut out = String::new();
+    let _ = writeln!(out, "\n{}", label());
+    let _ = writeln!(
+        out,
+        "W = {units} units; calibration fit t(u) = a + b*u: worker 0 a = {:.4} s, b = {:.3} us/unit; \
+         worker 1 a = {:.4} s, b = {:.3} us/unit; predicted optimum {:.1} % on worker 1, swept {:?} %",
+        f0.0,
+        f0.1 * 1e6,
+        f1.0,
+        f1.1 * 1e6,
+        r_pred * 100.0,
+        percents
+    );
+    out.push_str(&format_table(&rows, best_run.makespan_s));
+    let _ = writeln!(
+        out,
+        "(whole benchmark: {:.0} s wall)",
+        wall.elapsed().as_secs_f64()
+    );
+    print!("{out}");
+    Ok(())
+}
+
+/// The results table: one row per contender.
+pub fn format_table(rows: &[(String, RunResult)], optimum_s: f64) -> String {
+    let mut out = format!(
+        "{:<22} {:>10} {:>8} {:>8} {:>8} {:>9} {:>9}\n",
+        "contender", "makespan s", "vs opt", "idle w0", "idle w1", "blocks", "w1 units"
+    );
+    for (name, r) in rows {
+        let (_, u0, n0) = r.worker(0);
+        let (_, u1, n1) = r.worker(1);
+        let total = (u0 + u1).max(1) as f64;
+        let _ = writeln!(
+            out,
+            "{:<22} {:>10.3} {:>7.3}x {:>7.1}% {:>7.1}% {:>9} {:>8.1}%",
+            name,
+            r.makespan_s,
+            r.makespan_s / optimum_s,
+            r.idle_pct(0),
+            r.idle_pct(1),
+            format!("{n0}+{n1}"),
+            100.0 * u1 as f64 / total
+        );
+    }
+    out
+}
+
+/// `plb __balance-run --units W (--balancer SPEC | --split R | --calibrate S)`.
+pub fn child_main(args: &[String]) -> Result<(), String> {
+    let mut units = None;
+    let mut mode = None;
+    let mut i = 0;
+    while i + 1 < args.len() {
+        let v = &args[i + 1];
+        let bad = || format!("{}: '{v}' is not valid", args[i]);
+        match args[i].as_str() {
+            "--units" => units = Some(v.parse::<u64>().map_err(|_| bad())?),
+            "--balancer" => mode = Some(Mode::Balancer(v.clone())),
+            "--split" => {
+                mode = Some(Mode::Split(
+                    v.parse::<f64>()
+                        .ok()
+                        .filter(|r| (0.0..=1.0).contains(r))
+                        .ok_or_else(bad)?,
+                ))
+            }
+            "--calibrate" => {
+                mode = Some(Mode::Calibrate(
+                    v.parse::<u64>().ok().filter(|s| *s > 0).ok_or_else(bad)?,
+                ))
+            }
+            other => return Err(format!("unexpected argument '{other}'")),
+        }
+        i += 2;
+    }
+    if i != args.len() {
+        return Err(format!("'{}' needs a value", args[i]));
+    }
+    let units = units.ok_or("--units is required")?;
+    let mode = mode.ok_or("one of --balancer, --split, --calibrate is required")?;
+    let r = crate::balance_run::run(units, &mode)?;
+    println!("{}", r.to_line());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> RunResult {
+        RunResult {
+            makespan_s: 4.0,
+            blocks: vec![
+                BlockTime {
+                    worker: 0,
+                    units: 10,
+                    seconds: 1.0,
+                },
+                BlockTime {
+                    worker: 1,
+                    units: 30,
+                    seconds: 3.0,
+                },
+                BlockTime {
+                    worker: 1,
+                    units: 20,
+                    seconds: 0.5,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn result_line_round_trips_and_rejects_garbage() {
+        let r = sample();
+        assert_eq!(RunResult::parse(&r.to_line()), Some(r));
+        let empty = RunResult {
+            makespan_s: 1.5,
+            blocks: vec![],
+        };
+        assert_eq!(RunResult::parse(&empty.to_line()), Some(empty));
+        for bad in [
+            "",
+            "something else",
+            "PLB_BALANCE_RESULT makespan=x blocks=",
+            "PLB_BALANCE_RESULT makespan=1 blocks=0:1",
+            "PLB_BALANCE_RESULT makespan=1 blocks=0:1:2:3",
+        ] {
+            assert_eq!(RunResult::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn per_worker_sums_and_idle() {
+        let r = sample();
+        assert_eq!(r.worker(1), (3.5, 50, 2));
+        assert!((r.idle_pct(0) - 75.0).abs() < 1e-9);
+        assert!((r.idle_pct(1) - 12.5).abs() < 1e-9);
+        let t = format_table(&[("x".into(), r)], 2.0);
+        assert!(
+            t.contains("2.000x") && t.contains("1+2") && t.contains("83.3%"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn fit_prediction_and_sweep() {
+        let cal = RunResult {
+            makespan_s: 1.0,
+            blocks: vec![
+                BlockTime {
+                    worker: 0,
+                    units: 100,
+                    seconds: 0.4,
+                },
+                BlockTime {
+                    worker: 0,
+                    units: 300,
+                    seconds: 1.2,
+                },
+                BlockTime {
+                    worker: 1,
+                    units: 100,
+                    seconds: 0.12,
+                },
+                BlockTime {
+                    worker: 1,
+                    units: 300,
+                    seconds: 0.32,
+                },
+            ],
+        };
+        let f0 = fit(&cal, 0).unwrap();
+        let f1 = fit(&cal, 1).unwrap();
+        assert!(f0.0.abs() < 1e-9 && (f0.1 - 0.004).abs() < 1e-12);
+        assert!((f1.0 - 0.02).abs() < 1e-9 && (f1.1 - 0.001).abs() < 1e-12);
+        // Without latency: 4x faster worker 1 takes 80 %.
+        assert!((predicted_split((0.0, 4.0), (0.0, 1.0), 1000) - 0.8).abs() < 1e-12);
+        assert_eq!(sweep_percents(0.796), vec![79, 80, 81]);
+        assert_eq!(sweep_percents(1.0), vec![98, 99, 100]);
+        assert_eq!(sweep_percents(0.0), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn options() {
+        let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(parse_options(&s(&["--reps", "2"])).unwrap().reps, 2);
+        assert_eq!(parse_options(&s(&["--quick"])).unwrap().reps, 1);
+        assert!(parse_options(&s(&["--reps", "0"])).is_err());
+        assert!(parse_options(&s(&["--bogus"])).is_err());
+    }
+}
