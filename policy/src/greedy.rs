@@ -2,9 +2,10 @@
 //! FIFO; each ready task goes to the first idle worker able to run it.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::fifo::CentralFifo;
+use crate::idle::IdleFlags;
 use crate::starpu::{SchedCtx, SchedPolicy, Task, WorkerId, relaxed_lock};
 
 /// State of one scheduling context under `greedy`.
@@ -14,18 +15,12 @@ pub struct Greedy {
     queued: AtomicUsize,
     /// Per worker: its last pop found nothing it could run, and no push
     /// since has offered it a task. Lets polling workers skip the lock.
-    idle: Box<[AtomicBool]>,
+    idle: IdleFlags,
 }
 
 struct State {
     fifo: CentralFifo<Task>,
     workers: Vec<WorkerId>,
-}
-
-impl Greedy {
-    fn idle_flag(&self, w: WorkerId) -> Option<&AtomicBool> {
-        self.idle.get(w.index())
-    }
 }
 
 impl SchedPolicy for Greedy {
@@ -38,9 +33,7 @@ impl SchedPolicy for Greedy {
                 workers: Vec::new(),
             }),
             queued: AtomicUsize::new(0),
-            idle: (0..WorkerId::max_workers())
-                .map(|_| AtomicBool::new(false))
-                .collect(),
+            idle: IdleFlags::new(WorkerId::max_workers()),
         }
     }
 
@@ -50,9 +43,7 @@ impl SchedPolicy for Greedy {
             if !st.workers.contains(&w) {
                 st.workers.push(w);
             }
-            if let Some(flag) = self.idle_flag(w) {
-                flag.store(false, Ordering::Release);
-            }
+            self.idle.clear(w.index());
         }
     }
 
@@ -67,12 +58,13 @@ impl SchedPolicy for Greedy {
         task.announce_pushed();
         // Wake the first idle worker that can run the task; the others keep
         // skipping the lock.
-        let wake = st.workers.iter().copied().find(|&w| {
-            self.idle_flag(w).is_some_and(|f| f.load(Ordering::Acquire))
-                && task.first_impl_on(w).is_some()
-        });
-        if let Some(flag) = wake.and_then(|w| self.idle_flag(w)) {
-            flag.store(false, Ordering::Release);
+        let wake = st
+            .workers
+            .iter()
+            .copied()
+            .find(|&w| self.idle.is_idle(w.index()) && task.first_impl_on(w).is_some());
+        if let Some(w) = wake {
+            self.idle.clear(w.index());
         }
         st.fifo.push(task);
         self.queued.store(st.fifo.len(), Ordering::Release);
@@ -84,19 +76,14 @@ impl SchedPolicy for Greedy {
         if self.queued.load(Ordering::Acquire) == 0 {
             return None;
         }
-        if self
-            .idle_flag(worker)
-            .is_some_and(|f| f.load(Ordering::Acquire))
-        {
+        if self.idle.is_idle(worker.index()) {
             return None;
         }
         let mut st = relaxed_lock(&self.state);
         let taken = st.fifo.take_first(|t| t.first_impl_on(worker));
         self.queued.store(st.fifo.len(), Ordering::Release);
         if taken.is_none() {
-            if let Some(flag) = self.idle_flag(worker) {
-                flag.store(true, Ordering::Release);
-            }
+            self.idle.set(worker.index());
         }
         drop(st);
         let (mut task, nimpl) = taken?;

@@ -19,6 +19,7 @@ pub mod divisible;
 pub mod emulation;
 pub mod fifo;
 pub mod greedy;
+pub mod idle;
 pub mod model_policy;
 pub mod placement;
 pub mod starpu;

@@ -11,8 +11,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::idle::IdleFlags;
 use crate::placement::{Candidate, ModelBook, choose};
 use crate::starpu::{SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, now_us, relaxed_lock};
 
@@ -131,17 +132,13 @@ pub struct ModelPolicy<K> {
     models: Mutex<ModelBook>,
     inflight: Mutex<HashMap<usize, Inflight>>,
     queued: AtomicUsize,
-    idle: Box<[AtomicBool]>,
+    idle: IdleFlags,
     _flavour: PhantomData<fn() -> K>,
 }
 
 impl<K> ModelPolicy<K> {
-    fn idle_flag(&self, w: WorkerId) -> Option<&AtomicBool> {
-        self.idle.get(w.index())
-    }
-
     fn is_idle(&self, w: WorkerId) -> bool {
-        self.idle_flag(w).is_some_and(|f| f.load(Ordering::Acquire))
+        self.idle.is_idle(w.index())
     }
 }
 
@@ -161,7 +158,7 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
             models: Mutex::new(ModelBook::default()),
             inflight: Mutex::new(HashMap::new()),
             queued: AtomicUsize::new(0),
-            idle: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            idle: IdleFlags::new(n),
             _flavour: PhantomData,
         }
     }
@@ -172,9 +169,7 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
             if !st.workers.contains(&w) {
                 st.workers.push(w);
             }
-            if let Some(flag) = self.idle_flag(w) {
-                flag.store(false, Ordering::Release);
-            }
+            self.idle.clear(w.index());
         }
     }
 
@@ -183,9 +178,7 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
         st.workers.retain(|w| !workers.contains(w));
         // The remaining workers look again: they may steal what the
         // removed ones left queued.
-        for flag in self.idle.iter() {
-            flag.store(false, Ordering::Release);
-        }
+        self.idle.clear_all();
     }
 
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
@@ -240,8 +233,8 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
                 .copied()
                 .find(|&w| Some(w) != chosen && self.is_idle(w))
         });
-        if let Some(flag) = wake.and_then(|w| self.idle_flag(w)) {
-            flag.store(false, Ordering::Release);
+        if let Some(w) = wake {
+            self.idle.clear(w.index());
         }
         drop(st);
         wake.into_iter().collect()
@@ -255,9 +248,7 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
         let taken = st.take_for(worker);
         self.queued.store(st.total, Ordering::Release);
         if taken.is_none() {
-            if let Some(flag) = self.idle_flag(worker) {
-                flag.store(true, Ordering::Release);
-            }
+            self.idle.set(worker.index());
         }
         drop(st);
         let (item, nimpl) = taken?;

@@ -231,22 +231,13 @@ pub unsafe extern "C" fn plb_dl_next(
     offset: *mut u64,
     len: *mut u64,
 ) -> c_int {
-    guarded("plb_dl_next", || {
-        // SAFETY: `run` is NULL or live (caller's contract).
-        let Some(run) = (unsafe { run.as_ref() }) else {
-            set_error("plb_dl_next: run is NULL");
-            return PLB_DL_EINVAL;
-        };
-        match run.0.next_block() {
-            Ok(Some(b)) => {
-                // SAFETY: out-pointers are NULL or writable (caller's contract).
-                unsafe { write_block(b, workerid, block_id, offset, len) };
-                PLB_DL_BLOCK
-            }
-            Ok(None) => PLB_DL_FINISHED,
-            Err(e) => fail(e),
-        }
-    })
+    // SAFETY: forwarded caller's contract.
+    unsafe {
+        hand_out("plb_dl_next", run, workerid, block_id, offset, len, |r| {
+            r.next_block()
+                .map(|b| b.map_or(Next::Finished, Next::Block))
+        })
+    }
 }
 
 /// As [`plb_dl_next`] without blocking: `PLB_DL_PENDING` (2) when no block
@@ -262,13 +253,41 @@ pub unsafe extern "C" fn plb_dl_try_next(
     offset: *mut u64,
     len: *mut u64,
 ) -> c_int {
-    guarded("plb_dl_try_next", || {
+    // SAFETY: forwarded caller's contract.
+    unsafe {
+        hand_out(
+            "plb_dl_try_next",
+            run,
+            workerid,
+            block_id,
+            offset,
+            len,
+            |r| r.try_next_block(),
+        )
+    }
+}
+
+/// The body shared by [`plb_dl_next`] and [`plb_dl_try_next`]: checks the
+/// handle, asks `ask` for the next block and writes it out.
+///
+/// # Safety
+/// `run` is NULL or a live handle; each out-pointer is NULL or writable.
+unsafe fn hand_out(
+    what: &'static str,
+    run: *const PlbDlRun,
+    workerid: *mut c_int,
+    block_id: *mut u64,
+    offset: *mut u64,
+    len: *mut u64,
+    ask: impl FnOnce(&DivisibleRun) -> Result<Next, DivisibleError>,
+) -> c_int {
+    guarded(what, || {
         // SAFETY: `run` is NULL or live (caller's contract).
         let Some(run) = (unsafe { run.as_ref() }) else {
-            set_error("plb_dl_try_next: run is NULL");
+            set_error(&format!("{what}: run is NULL"));
             return PLB_DL_EINVAL;
         };
-        match run.0.try_next_block() {
+        match ask(&run.0) {
             Ok(Next::Block(b)) => {
                 // SAFETY: out-pointers are NULL or writable (caller's contract).
                 unsafe { write_block(b, workerid, block_id, offset, len) };
