@@ -5,17 +5,13 @@
 //! asks for blocks and submits one task per block pinned to the chosen
 //! worker; the task's callback reports the block done — and checks with a
 //! coverage bitmap that every unit was processed exactly once, on the worker
-//! the balancer chose. Tests serialise on [`STARPU_LOCK`] (one StarPU per
+//! the balancer chose. Tests serialise on `common::lock_starpu` (one StarPU per
 //! process) and arm a watchdog that aborts on a deadlock.
 
 use std::ffi::{CStr, c_int, c_void};
-use std::io::Write;
-use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::thread::{self, JoinHandle};
+use std::sync::{Arc, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use starpu_plb::divisible::{
@@ -26,59 +22,12 @@ use starpu_plb::starpu::divisible_ffi::{
     PlbDlRun, plb_dl_create, plb_dl_create_on, plb_dl_destroy, plb_dl_done, plb_dl_get_stats,
     plb_dl_last_error, plb_dl_next, plb_dl_stats,
 };
-use starpu_plb::starpu::policy_by_name;
 use starpu_sys as sys;
 
-static STARPU_LOCK: Mutex<()> = Mutex::new(());
+mod common;
+use common::{Setup, Watchdog, clean_up_after_shutdown, lock_starpu, start_starpu};
+
 const WATCHDOG_LIMIT: Duration = Duration::from_secs(180);
-const OVERRIDING_VARS: &[&str] = &[
-    "STARPU_SCHED",
-    "STARPU_SCHED_LIB",
-    "STARPU_NCPU",
-    "STARPU_NCPUS",
-    "STARPU_NCUDA",
-    "STARPU_NOPENCL",
-    "STARPU_OPENCL_ON_CPUS",
-    "STARPU_LIMIT_MAX_SUBMITTED_TASKS",
-    "STARPU_LIMIT_MIN_SUBMITTED_TASKS",
-];
-
-// ---------------------------------------------------------------------------
-// Harness (the patterns of tests/stress.rs).
-// ---------------------------------------------------------------------------
-
-struct Watchdog {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Watchdog {
-    fn arm(what: &'static str) -> Watchdog {
-        let (stop, rx) = mpsc::channel::<()>();
-        let thread = thread::spawn(move || {
-            if let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG_LIMIT) {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "divisible test `{what}` did not finish within {WATCHDOG_LIMIT:?}; aborting"
-                );
-                std::process::abort();
-            }
-        });
-        Watchdog {
-            stop: Some(stop),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
 
 /// StarPU initialised with `ncpus` CPU workers; shut down on drop.
 struct Session {
@@ -89,33 +38,14 @@ struct Session {
 
 impl Session {
     fn start(name: &'static str, ncpus: c_int) -> Session {
-        let lock = STARPU_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
-        let watchdog = Watchdog::arm(name);
-        let home = std::env::temp_dir().join(format!("plb-dl-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&home).expect("creating a private STARPU_HOME");
-        // SAFETY: the environment is only changed under STARPU_LOCK, while
-        // no StarPU thread exists.
-        unsafe {
-            for var in OVERRIDING_VARS {
-                std::env::remove_var(var);
-            }
-            std::env::set_var("STARPU_HOME", &home);
-            std::env::set_var("STARPU_SILENT", "1");
-        }
-        let policy = policy_by_name("greedy").expect("the greedy policy is registered");
-        let mut conf = MaybeUninit::<sys::starpu_conf>::zeroed();
-        // SAFETY: starpu_conf_init fills the struct.
-        assert_eq!(unsafe { sys::starpu_conf_init(conf.as_mut_ptr()) }, 0);
-        // SAFETY: initialised just above.
-        let mut conf = unsafe { conf.assume_init() };
-        conf.sched_policy = policy;
-        conf.sched_policy_name = std::ptr::null();
-        conf.ncpus = ncpus;
-        conf.nopencl = 0;
-        conf.ncuda = 0;
-        // SAFETY: valid conf; StarPU is not initialised (serialised).
-        let rc = unsafe { sys::starpu_init(&mut conf) };
-        assert_eq!(rc, 0, "starpu_init failed ({rc})");
+        let lock = lock_starpu();
+        let watchdog = Watchdog::arm(name, WATCHDOG_LIMIT);
+        let setup = Setup {
+            ncpus,
+            nopencl: 0,
+            opencl_on_cpus: false,
+        };
+        let home = start_starpu(&lock, "plb-dl", name, setup);
         Session {
             home,
             _watchdog: watchdog,
@@ -133,9 +63,8 @@ impl Drop for Session {
     fn drop(&mut self) {
         // SAFETY: initialised by `start`, shut down once.
         unsafe { sys::starpu_shutdown() };
-        // SAFETY: still under STARPU_LOCK; StarPU's threads are gone.
-        unsafe { std::env::remove_var("STARPU_HOME") };
-        let _ = std::fs::remove_dir_all(&self.home);
+        // The guard field drops after this body: still under the lock.
+        clean_up_after_shutdown(&self._lock, &self.home);
     }
 }
 
@@ -379,7 +308,7 @@ fn fewer_units_than_workers_are_processed_exactly_once() {
 fn bad_input_is_a_typed_error() {
     // Before starpu_init: no worker.
     {
-        let _lock = STARPU_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+        let _lock = lock_starpu();
         assert_eq!(
             DivisibleRun::on_all_workers(10, BalancerSpec::Greedy { block: None }).unwrap_err(),
             DivisibleError::NoWorkers

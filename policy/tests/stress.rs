@@ -3,7 +3,7 @@
 //! Every test initialises StarPU with our policy struct (`conf.sched_policy`,
 //! no `STARPU_SCHED`), drives it through a scenario, shuts StarPU down and
 //! checks what the codelets recorded. StarPU can only be initialised once at
-//! a time per process, so the tests serialise on [`STARPU_LOCK`]; they also
+//! a time per process, so the tests serialise on `common::lock_starpu`; they also
 //! arm a watchdog that aborts the process (rather than hanging the test run)
 //! when a scenario deadlocks, e.g. because a task was never given to a worker.
 //!
@@ -13,99 +13,26 @@
 
 use std::ffi::{CStr, c_int, c_void};
 use std::io::Write;
-use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
-use std::thread::{self, JoinHandle};
+use std::sync::{MutexGuard, OnceLock};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use starpu_plb::diagnostics::abandoned_tasks;
 use starpu_plb::starpu::policy_by_name;
 use starpu_sys as sys;
 
-/// Held by every test for its whole duration: one StarPU per process, and
-/// the environment is only mutated under it.
-static STARPU_LOCK: Mutex<()> = Mutex::new(());
+mod common;
+use common::{Setup, Watchdog, clean_up_after_shutdown, lock_starpu, start_starpu};
 
 /// How long one scenario may take before the watchdog declares a deadlock.
 const WATCHDOG_LIMIT: Duration = Duration::from_secs(120);
 
-/// Environment variables that would override our configuration.
-const OVERRIDING_VARS: &[&str] = &[
-    "STARPU_SCHED",
-    "STARPU_SCHED_LIB",
-    "STARPU_NCPU",
-    "STARPU_NCPUS",
-    "STARPU_NCUDA",
-    "STARPU_NOPENCL",
-    "STARPU_NMIC",
-    "STARPU_NMPI_MS",
-    "STARPU_OPENCL_ON_CPUS",
-    "STARPU_OPENCL_ONLY_ON_CPUS",
-    "STARPU_LIMIT_MAX_SUBMITTED_TASKS",
-    "STARPU_LIMIT_MIN_SUBMITTED_TASKS",
-];
-
-fn lock_starpu() -> MutexGuard<'static, ()> {
-    STARPU_LOCK.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 // ---------------------------------------------------------------------------
 // Harness: watchdog, StarPU session, codelets, submission.
 // ---------------------------------------------------------------------------
-
-/// Aborts the process if it is not dropped within its limit: a deadlocked
-/// scheduler must fail the run, not hang it.
-struct Watchdog {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Watchdog {
-    fn arm(what: &'static str, limit: Duration) -> Watchdog {
-        let (stop, rx) = mpsc::channel::<()>();
-        let thread = thread::spawn(move || {
-            if let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                // Straight to fd 2: the harness's capture of `eprintln!`
-                // would be lost with the process.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "stress test `{what}` did not finish within {limit:?}: StarPU or the policy deadlocked \
-                     (a task never reached a worker that can run it?); aborting"
-                );
-                std::process::abort();
-            }
-        });
-        Watchdog {
-            stop: Some(stop),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// What StarPU should start.
-#[derive(Clone, Copy)]
-struct Setup {
-    /// `conf.ncpus` (-1: StarPU's default, every core).
-    ncpus: c_int,
-    /// `conf.nopencl`.
-    nopencl: c_int,
-    /// Sets `STARPU_OPENCL_ON_CPUS=1` so PoCL's CPU device counts as an
-    /// OpenCL device.
-    opencl_on_cpus: bool,
-}
 
 const CPUS_ONLY: Setup = Setup {
     ncpus: -1,
@@ -129,38 +56,8 @@ impl Session {
     fn start(name: &'static str, setup: Setup) -> Session {
         let lock = lock_starpu();
         let watchdog = Watchdog::arm(name, WATCHDOG_LIMIT);
-        let home = std::env::temp_dir().join(format!("plb-stress-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&home).expect("creating a private STARPU_HOME");
-        // SAFETY: the environment is only changed while STARPU_LOCK is held
-        // (`lock` is that guard), and no StarPU thread exists between two
-        // sessions; the other test threads are waiting on the lock.
-        unsafe {
-            for var in OVERRIDING_VARS {
-                std::env::remove_var(var);
-            }
-            std::env::set_var("STARPU_HOME", &home);
-            std::env::set_var("STARPU_SILENT", "1");
-            if setup.opencl_on_cpus {
-                std::env::set_var("STARPU_OPENCL_ON_CPUS", "1");
-            }
-        }
-        let policy = policy_by_name("greedy").expect("the greedy policy is registered");
-        let mut conf = MaybeUninit::<sys::starpu_conf>::zeroed();
-        // SAFETY: starpu_conf_init fills the whole struct (zeroed anyway).
-        let rc = unsafe { sys::starpu_conf_init(conf.as_mut_ptr()) };
-        assert_eq!(rc, 0, "starpu_conf_init failed");
-        // SAFETY: initialised just above.
-        let mut conf = unsafe { conf.assume_init() };
-        conf.sched_policy = policy;
-        conf.sched_policy_name = std::ptr::null();
-        conf.ncpus = setup.ncpus;
-        conf.nopencl = setup.nopencl;
-        conf.ncuda = 0;
         let started = Instant::now();
-        // SAFETY: valid conf; StarPU copies it. Not initialised yet: the
-        // previous session (if any) shut it down before releasing the lock.
-        let rc = unsafe { sys::starpu_init(&mut conf) };
-        assert_eq!(rc, 0, "starpu_init failed ({rc})");
+        let home = start_starpu(&lock, "plb-stress", name, setup);
         Session {
             name,
             home,
@@ -206,13 +103,8 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.shutdown();
-        // SAFETY: still under STARPU_LOCK (the guard field drops after this
-        // body); StarPU's threads are gone.
-        unsafe {
-            std::env::remove_var("STARPU_OPENCL_ON_CPUS");
-            std::env::remove_var("STARPU_HOME");
-        }
-        let _ = std::fs::remove_dir_all(&self.home);
+        // The guard field drops after this body: still under the lock.
+        clean_up_after_shutdown(&self._lock, &self.home);
     }
 }
 
