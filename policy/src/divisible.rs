@@ -43,6 +43,8 @@ use std::fmt;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
+use crate::config::Tuning;
+use crate::trace::{Row, Trace};
 use plb_core::balance::{
     Acosta, AcostaConfig, AcostaStats, Balancer, Block, Completion, Decision, Greedy, Hdss,
     HdssConfig, HdssStats, PlbHac, PlbHacConfig, PlbHacStats, PlbHec, PlbHecConfig, PlbHecStats,
@@ -72,10 +74,17 @@ pub enum BalancerSpec {
 }
 
 impl BalancerSpec {
-    /// Parses a balancer name with default parameters: `greedy`,
-    /// `greedy:<block>` (block size in units), `plb-hac`, `plb-hec`,
-    /// `hdss`, `acosta`.
+    /// Parses a balancer name: `greedy`, `greedy:<block>` (block size in
+    /// units), `plb-hac`, `plb-hec`, `hdss`, `acosta`, with the parameters
+    /// of the `PLB_*` variables ([`Tuning::from_env`]; an invalid variable
+    /// is a [`DivisibleError::Config`]).
     pub fn parse(name: &str) -> Result<BalancerSpec, DivisibleError> {
+        let tuning = Tuning::from_env().map_err(|e| DivisibleError::Config(e.to_string()))?;
+        BalancerSpec::parse_with(name, &tuning)
+    }
+
+    /// [`BalancerSpec::parse`] with explicit parameters.
+    pub fn parse_with(name: &str, tuning: &Tuning) -> Result<BalancerSpec, DivisibleError> {
         let unknown = || DivisibleError::UnknownBalancer(name.to_string());
         if let Some(block) = name.strip_prefix("greedy:") {
             return match block.trim().parse::<u64>() {
@@ -84,11 +93,13 @@ impl BalancerSpec {
             };
         }
         match name {
-            "greedy" => Ok(BalancerSpec::Greedy { block: None }),
-            "plb-hac" => Ok(BalancerSpec::PlbHac(PlbHacConfig::default())),
-            "plb-hec" => Ok(BalancerSpec::PlbHec(PlbHecConfig::default())),
-            "hdss" => Ok(BalancerSpec::Hdss(HdssConfig::default())),
-            "acosta" => Ok(BalancerSpec::Acosta(AcostaConfig::default())),
+            "greedy" => Ok(BalancerSpec::Greedy {
+                block: tuning.initial_block,
+            }),
+            "plb-hac" => Ok(BalancerSpec::PlbHac(tuning.plb_hac(&[]))),
+            "plb-hec" => Ok(BalancerSpec::PlbHec(tuning.plb_hec())),
+            "hdss" => Ok(BalancerSpec::Hdss(tuning.hdss())),
+            "acosta" => Ok(BalancerSpec::Acosta(tuning.acosta())),
             _ => Err(unknown()),
         }
     }
@@ -102,7 +113,9 @@ impl BalancerSpec {
             .unwrap_or(BalancerSpec::Greedy { block: None })
     }
 
-    /// [`BalancerSpec::from_sched`] on the process's `STARPU_SCHED`.
+    /// [`BalancerSpec::from_sched`] on the process's `STARPU_SCHED`
+    /// (invalid `PLB_*` variables are refused earlier, by
+    /// `starpu_initialize`).
     pub fn from_env() -> BalancerSpec {
         BalancerSpec::from_sched(std::env::var("STARPU_SCHED").ok().as_deref())
     }
@@ -183,6 +196,20 @@ pub enum BalancerStats {
     Hdss(HdssStats),
     /// Acosta's counters.
     Acosta(AcostaStats),
+}
+
+impl BalancerStats {
+    /// Model updates: PLB-HAC/PLB-HeC refits, HDSS weight fits, Acosta
+    /// rebalances, 0 for greedy.
+    pub fn refits(&self) -> u64 {
+        match self {
+            BalancerStats::Greedy => 0,
+            BalancerStats::PlbHac(h) => h.refits,
+            BalancerStats::PlbHec(h) => h.refits,
+            BalancerStats::Hdss(h) => h.fits,
+            BalancerStats::Acosta(a) => a.rebalances,
+        }
+    }
 }
 
 /// Why a divisible-load call failed. No error changes the run's state,
@@ -307,6 +334,11 @@ pub struct DivisibleStats {
     pub elapsed_s: f64,
     /// The balancer's own counters.
     pub balancer_stats: BalancerStats,
+    /// Compute plus transfer seconds reported per PU.
+    pub busy_per_pu: Vec<f64>,
+    /// Seconds spent inside the balancer's decisions (model fitting and
+    /// solving included), measured around its calls.
+    pub balancer_s: f64,
 }
 
 /// Answer of [`DivisibleRun::try_next_block`].
@@ -335,13 +367,20 @@ enum PuState {
 struct State {
     algo: Algo,
     pus: Vec<PuState>,
-    in_flight: HashMap<u64, Block>,
+    /// Blocks in flight with the balancer's predicted seconds.
+    in_flight: HashMap<u64, (Block, Option<f64>)>,
     next_id: u64,
     /// Units handed out so far = the next expected block offset.
     cursor: u64,
     blocks_done: u64,
     units_done: u64,
     units_per_pu: Vec<u64>,
+    /// Compute plus transfer seconds reported per PU.
+    busy_per_pu: Vec<f64>,
+    /// Seconds spent inside the balancer (fitting and solving included).
+    balancer_s: f64,
+    /// PLB-HAC solutions already written to the trace.
+    traced_solutions: u64,
     /// Set when the run can never finish; every later `next_block` returns it.
     fault: Option<DivisibleError>,
 }
@@ -356,6 +395,7 @@ pub struct DivisibleRun {
     start: Instant,
     state: Mutex<State>,
     changed: Condvar,
+    trace: Option<&'static Trace>,
 }
 
 impl fmt::Debug for DivisibleRun {
@@ -387,7 +427,22 @@ impl DivisibleRun {
         }
         let n = workers.len();
         let name = spec.name();
+        let mut spec = spec;
+        if let BalancerSpec::PlbHac(c) = &mut spec
+            && c.min_block_per_pu.is_empty()
+        {
+            // Per-kind minimums (PLB_MIN_BLOCK=cpu=..,opencl=..) need the
+            // worker kinds, known only now.
+            let tuning = Tuning::from_env().map_err(|e| DivisibleError::Config(e.to_string()))?;
+            if !tuning.min_block.is_uniform() {
+                c.min_block_per_pu = crate::starpu::worker_kinds(workers)
+                    .into_iter()
+                    .map(|k| tuning.min_block.of(k))
+                    .collect();
+            }
+        }
         let algo = spec.build(n, total)?;
+        let trace = crate::trace::open_from_env().map_err(DivisibleError::Config)?;
         Ok(DivisibleRun {
             total,
             workers: workers.to_vec(),
@@ -402,9 +457,13 @@ impl DivisibleRun {
                 blocks_done: 0,
                 units_done: 0,
                 units_per_pu: vec![0; n],
+                busy_per_pu: vec![0.0; n],
+                balancer_s: 0.0,
+                traced_solutions: 0,
                 fault: None,
             }),
             changed: Condvar::new(),
+            trace,
         })
     }
 
@@ -503,7 +562,11 @@ impl DivisibleRun {
             if st.pus[pu] != PuState::Asking {
                 continue;
             }
-            match st.algo.get().next(pu, now) {
+            let t0 = Instant::now();
+            let decision = st.algo.get().next(pu, now);
+            st.balancer_s += t0.elapsed().as_secs_f64();
+            self.trace_solutions(st);
+            match decision {
                 Decision::Run(b) => {
                     if b.pu != pu || b.len == 0 || b.offset != st.cursor || b.end() > self.total {
                         let e = DivisibleError::BalancerFault(format!(
@@ -519,7 +582,8 @@ impl DivisibleRun {
                     st.next_id += 1;
                     st.cursor = b.end();
                     st.pus[pu] = PuState::Busy;
-                    st.in_flight.insert(id, b);
+                    let predicted = st.algo.get().predicted_s(pu);
+                    st.in_flight.insert(id, (b, predicted));
                     return Ok(Some(DlBlock {
                         id,
                         worker: self.workers[pu],
@@ -546,7 +610,7 @@ impl DivisibleRun {
         transfer_s: f64,
     ) -> Result<(), DivisibleError> {
         let mut st = self.lock()?;
-        let Some(&block) = st.in_flight.get(&id) else {
+        let Some(&(block, predicted)) = st.in_flight.get(&id) else {
             return Err(if id < st.next_id {
                 DivisibleError::AlreadyDone(id)
             } else {
@@ -562,15 +626,32 @@ impl DivisibleRun {
             });
         }
         st.in_flight.remove(&id);
+        let finished_at = self.now();
+        let t0 = Instant::now();
         st.algo.get().completed(Completion {
             block,
             compute_s,
             transfer_s,
-            finished_at: self.now(),
+            finished_at,
         });
+        st.balancer_s += t0.elapsed().as_secs_f64();
         st.blocks_done += 1;
         st.units_done += block.len;
         st.units_per_pu[block.pu] += block.len;
+        st.busy_per_pu[block.pu] += compute_s + transfer_s;
+        if let Some(t) = self.trace {
+            let end = t.since_open(self.start) + finished_at;
+            t.write(&Row {
+                kind: "block",
+                source: self.name,
+                worker: i64::from(self.workers[block.pu]),
+                start_s: end - compute_s - transfer_s,
+                end_s: end,
+                units: block.len as f64,
+                predicted_s: predicted,
+                detail: &id.to_string(),
+            });
+        }
         for s in st.pus.iter_mut() {
             if *s == PuState::Waiting {
                 *s = PuState::Asking;
@@ -603,7 +684,82 @@ impl DivisibleRun {
             units_per_pu: st.units_per_pu.clone(),
             elapsed_s: self.now(),
             balancer_stats: st.algo.stats(),
+            busy_per_pu: st.busy_per_pu.clone(),
+            balancer_s: st.balancer_s,
         })
+    }
+
+    /// Writes PLB-HAC's new step solutions to the trace: one `solution` row
+    /// per PU (time of the solve, `x_p`, predicted step duration, step).
+    fn trace_solutions(&self, st: &mut State) {
+        let (Some(t), Algo::PlbHac(hac)) = (self.trace, &st.algo) else {
+            return;
+        };
+        let solves = hac.stats().solves;
+        let new = solves.saturating_sub(st.traced_solutions) as usize;
+        if new == 0 {
+            return;
+        }
+        let kept = hac.solutions().len();
+        for sol in hac.solutions().skip(kept.saturating_sub(new)) {
+            let at = t.since_open(self.start) + sol.time;
+            for (pu, &x) in sol.units.iter().enumerate() {
+                t.write(&Row {
+                    kind: "solution",
+                    source: self.name,
+                    worker: i64::from(self.workers[pu]),
+                    start_s: at,
+                    end_s: at,
+                    units: x as f64,
+                    predicted_s: Some(sol.predicted_finish - sol.time),
+                    detail: &sol.step.to_string(),
+                });
+            }
+        }
+        st.traced_solutions = solves;
+    }
+
+    /// The `PLB_SUMMARY` lines of the run: totals, then one line per PU.
+    pub fn summary_lines(&self) -> Vec<String> {
+        let Ok(s) = self.stats() else {
+            return Vec::new();
+        };
+        let mut lines = vec![format!(
+            "plb: divisible balancer={} units={} done={} blocks={} elapsed_ms={} refits={} solve_us={}",
+            s.balancer,
+            s.total,
+            s.units_done,
+            s.blocks_done,
+            (s.elapsed_s * 1e3).round() as u64,
+            s.balancer_stats.refits(),
+            (s.balancer_s * 1e6).round() as u64,
+        )];
+        for (pu, &w) in self.workers.iter().enumerate() {
+            let pct = if s.elapsed_s > 0.0 {
+                (100.0 * s.busy_per_pu[pu] / s.elapsed_s).clamp(0.0, 100.0)
+            } else {
+                0.0
+            };
+            lines.push(format!(
+                "plb:   worker={w} busy={pct:.1}% idle={:.1}% units={}",
+                100.0 - pct,
+                s.units_per_pu[pu]
+            ));
+        }
+        lines
+    }
+}
+
+impl Drop for DivisibleRun {
+    fn drop(&mut self) {
+        if crate::stats::summary_requested() {
+            for line in self.summary_lines() {
+                eprintln!("{line}");
+            }
+        }
+        if let Some(t) = self.trace {
+            t.flush();
+        }
     }
 }
 

@@ -14,6 +14,7 @@
 //! * [`fifo`], [`stats`]: plain data structures the policies use.
 
 pub mod catalog;
+pub mod config;
 pub mod diagnostics;
 pub mod divisible;
 pub mod emulation;
@@ -24,6 +25,7 @@ pub mod model_policy;
 pub mod placement;
 pub mod starpu;
 pub mod stats;
+pub mod trace;
 
 /// Starts `env_logger` once (filter from `RUST_LOG`; errors only by default).
 pub fn init_logging() {

@@ -11,11 +11,12 @@
 use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::idle::IdleFlags;
 use crate::placement::{Candidate, ModelBook, choose};
 use crate::starpu::{SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, now_us, relaxed_lock};
+use crate::stats::ModelFigures;
 
 /// Selects the name of a [`ModelPolicy`].
 pub trait Flavour: Send + Sync + 'static {
@@ -122,6 +123,7 @@ impl State {
 struct Inflight {
     codelet: usize,
     units: f64,
+    est_s: f64,
     start_us: Option<f64>,
 }
 
@@ -133,6 +135,8 @@ pub struct ModelPolicy<K> {
     inflight: Mutex<HashMap<usize, Inflight>>,
     queued: AtomicUsize,
     idle: IdleFlags,
+    /// Nanoseconds spent recording samples and refitting.
+    fit_ns: AtomicU64,
     _flavour: PhantomData<fn() -> K>,
 }
 
@@ -159,6 +163,7 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
             inflight: Mutex::new(HashMap::new()),
             queued: AtomicUsize::new(0),
             idle: IdleFlags::new(n),
+            fit_ns: AtomicU64::new(0),
             _flavour: PhantomData,
         }
     }
@@ -256,7 +261,7 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
             mut task,
             codelet,
             units,
-            ..
+            est_s,
         } = item;
         task.set_implementation(nimpl);
         let mut inflight = relaxed_lock(&self.inflight);
@@ -268,6 +273,7 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
             Inflight {
                 codelet,
                 units,
+                est_s,
                 start_us: None,
             },
         );
@@ -290,7 +296,24 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
         let Some(start) = e.start_us else { return };
         let seconds = (end - start) / 1e6;
         if seconds.is_finite() && seconds > 0.0 {
+            let t0 = std::time::Instant::now();
             relaxed_lock(&self.models).record(worker.index(), e.codelet, e.units, seconds);
+            self.fit_ns
+                .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
+    }
+
+    fn predicted_s(&self, task: TaskRef<'_>, _worker: WorkerId) -> Option<f64> {
+        relaxed_lock(&self.inflight)
+            .get(&task.addr())
+            .map(|e| e.est_s)
+            .filter(|&s| s > 0.0)
+    }
+
+    fn model_figures(&self) -> ModelFigures {
+        ModelFigures {
+            refits: relaxed_lock(&self.models).refits(),
+            solve_s: self.fit_ns.load(Ordering::Relaxed) as f64 / 1e9,
         }
     }
 

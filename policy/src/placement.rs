@@ -132,6 +132,11 @@ impl ModelBook {
             .and_then(|m| m.predict(units))
     }
 
+    /// Fits performed so far over every model.
+    pub fn refits(&self) -> u64 {
+        self.models.values().map(CodeletModel::refits).sum()
+    }
+
     /// The model of (`worker`, `codelet`), if any sample was offered.
     pub fn get(&self, worker: usize, codelet: usize) -> Option<&CodeletModel> {
         self.models.get(&(worker, codelet))

@@ -1,19 +1,59 @@
-//! Per-context counters kept by the adapter and the `PLB_SUMMARY` line.
+//! Per-context counters kept by the adapter and the `PLB_SUMMARY` lines.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// What one worker did in a context.
+#[derive(Debug, Default)]
+struct WorkerCounters {
+    busy_ns: AtomicU64,
+    tasks: AtomicU64,
+    units: AtomicU64,
+}
 
 /// Counters of one scheduling context, updated from StarPU's threads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ContextStats {
     pushed: AtomicU64,
     popped: AtomicU64,
     executed: AtomicU64,
     workers: Mutex<BTreeSet<u32>>,
+    per_worker: Vec<WorkerCounters>,
+    started: Instant,
+}
+
+impl Default for ContextStats {
+    fn default() -> Self {
+        ContextStats::new(0)
+    }
+}
+
+/// The policy's own figures for the summary (model-based policies).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ModelFigures {
+    /// Model refits.
+    pub refits: u64,
+    /// Seconds spent fitting and solving.
+    pub solve_s: f64,
 }
 
 impl ContextStats {
+    /// Counters for worker ids `0..max_workers` (others are not broken down).
+    pub fn new(max_workers: usize) -> ContextStats {
+        ContextStats {
+            pushed: AtomicU64::new(0),
+            popped: AtomicU64::new(0),
+            executed: AtomicU64::new(0),
+            workers: Mutex::new(BTreeSet::new()),
+            per_worker: (0..max_workers)
+                .map(|_| WorkerCounters::default())
+                .collect(),
+            started: Instant::now(),
+        }
+    }
+
     /// A task entered the policy through `push_task`.
     pub fn note_pushed(&self) {
         self.pushed.fetch_add(1, Ordering::Relaxed);
@@ -27,6 +67,22 @@ impl ContextStats {
     /// A task finished (`post_exec_hook`).
     pub fn note_executed(&self) {
         self.executed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Worker `worker` ran a task of `units` work units for `busy_s`
+    /// seconds (units 0 when not measured).
+    pub fn note_run(&self, worker: usize, busy_s: f64, units: f64) {
+        let Some(w) = self.per_worker.get(worker) else {
+            return;
+        };
+        if busy_s.is_finite() && busy_s > 0.0 {
+            w.busy_ns
+                .fetch_add((busy_s * 1e9) as u64, Ordering::Relaxed);
+        }
+        w.tasks.fetch_add(1, Ordering::Relaxed);
+        if units.is_finite() && units > 0.0 {
+            w.units.fetch_add(units.round() as u64, Ordering::Relaxed);
+        }
     }
 
     /// Workers joined the context.
@@ -45,15 +101,70 @@ impl ContextStats {
         self.executed.load(Ordering::Relaxed)
     }
 
-    /// The one-line summary printed at deinit when `PLB_SUMMARY=1`.
-    pub fn summary_line(&self, policy: &str, ctx: u32, left_queued: usize) -> String {
-        let workers = self.workers.lock().unwrap_or_else(|e| e.into_inner()).len();
-        format!(
-            "plb: policy={policy} ctx={ctx} tasks={} executed={} workers={workers} popped={} left={left_queued}",
+    /// The summary printed at deinit when `PLB_SUMMARY=1`: the context line
+    /// (`plb: policy=... ctx=... tasks=... executed=... workers=...
+    /// popped=... left=... elapsed_ms=... refits=... solve_us=...`, every
+    /// value an integer) then one `plb:   worker=...` line per worker that
+    /// joined the context (busy and idle percentages of the context's
+    /// lifetime, tasks run and units processed).
+    pub fn summary_lines(
+        &self,
+        policy: &str,
+        ctx: u32,
+        left_queued: usize,
+        model: ModelFigures,
+    ) -> Vec<String> {
+        self.summary_lines_at(
+            policy,
+            ctx,
+            left_queued,
+            model,
+            self.started.elapsed().as_secs_f64(),
+        )
+    }
+
+    fn summary_lines_at(
+        &self,
+        policy: &str,
+        ctx: u32,
+        left_queued: usize,
+        model: ModelFigures,
+        elapsed_s: f64,
+    ) -> Vec<String> {
+        let workers = self
+            .workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut lines = vec![format!(
+            "plb: policy={policy} ctx={ctx} tasks={} executed={} workers={} popped={} left={left_queued} \
+             elapsed_ms={} refits={} solve_us={}",
             self.pushed(),
             self.executed(),
+            workers.len(),
             self.popped.load(Ordering::Relaxed),
-        )
+            (elapsed_s * 1e3).round() as u64,
+            model.refits,
+            (model.solve_s * 1e6).round() as u64,
+        )];
+        for id in workers {
+            let Some(w) = self.per_worker.get(id as usize) else {
+                continue;
+            };
+            let busy = w.busy_ns.load(Ordering::Relaxed) as f64 / 1e9;
+            let pct = if elapsed_s > 0.0 {
+                (100.0 * busy / elapsed_s).clamp(0.0, 100.0)
+            } else {
+                0.0
+            };
+            lines.push(format!(
+                "plb:   worker={id} ctx={ctx} busy={pct:.1}% idle={:.1}% tasks={} units={}",
+                100.0 - pct,
+                w.tasks.load(Ordering::Relaxed),
+                w.units.load(Ordering::Relaxed),
+            ));
+        }
+        lines
     }
 }
 
@@ -67,8 +178,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn summary_line_reports_counts_and_distinct_workers() {
-        let s = ContextStats::default();
+    fn summary_reports_counts_workers_and_busy_time() {
+        let s = ContextStats::new(4);
         for _ in 0..3 {
             s.note_pushed();
         }
@@ -77,9 +188,32 @@ mod tests {
         s.note_executed();
         s.note_workers([0, 1]);
         s.note_workers([1, 2]);
+        s.note_run(1, 0.5, 100.0);
+        s.note_run(1, 0.25, 28.0);
+        s.note_run(9, 1.0, 1.0); // beyond max_workers: ignored
+        let lines = s.summary_lines_at(
+            "greedy",
+            4,
+            1,
+            ModelFigures {
+                refits: 7,
+                solve_s: 0.0025,
+            },
+            1.0,
+        );
         assert_eq!(
-            s.summary_line("greedy", 4, 1),
-            "plb: policy=greedy ctx=4 tasks=3 executed=1 workers=3 popped=2 left=1"
+            lines[0],
+            "plb: policy=greedy ctx=4 tasks=3 executed=1 workers=3 popped=2 left=1 \
+             elapsed_ms=1000 refits=7 solve_us=2500"
+        );
+        assert_eq!(lines.len(), 4);
+        assert_eq!(
+            lines[1],
+            "plb:   worker=0 ctx=4 busy=0.0% idle=100.0% tasks=0 units=0"
+        );
+        assert_eq!(
+            lines[2],
+            "plb:   worker=1 ctx=4 busy=75.0% idle=25.0% tasks=2 units=128"
         );
     }
 }

@@ -126,4 +126,10 @@ pub trait Balancer {
 
     /// Units not yet handed out.
     fn remaining(&self) -> u64;
+
+    /// Seconds the balancer predicted, when it handed it out, for the block
+    /// PU `pu` is running (`None`: no prediction, or no block running).
+    fn predicted_s(&self, _pu: PuId) -> Option<f64> {
+        None
+    }
 }

@@ -801,6 +801,11 @@ impl Balancer for PlbHac {
     fn remaining(&self) -> u64 {
         self.pool.remaining()
     }
+
+    fn predicted_s(&self, pu: PuId) -> Option<f64> {
+        let r = self.running.get(pu)?.as_ref()?;
+        r.predicted_end.map(|end| end - r.start)
+    }
 }
 
 #[cfg(test)]

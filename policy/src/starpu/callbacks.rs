@@ -14,11 +14,22 @@ use super::ctx::{SchedCtx, WorkerId, wake_worker};
 use super::guard::ffi_guard;
 use super::task::{Task, TaskRef};
 use crate::stats::{ContextStats, summary_requested};
+use crate::trace::{Row, Trace};
 
 /// What the adapter keeps per scheduling context.
 pub(crate) struct Instance<P> {
     policy: P,
     stats: ContextStats,
+    /// `PLB_SUMMARY` or `PLB_TRACE` asks for task sizes.
+    observe: bool,
+    trace: Option<&'static Trace>,
+}
+
+thread_local! {
+    /// Start of the task the calling worker is executing (pre_exec to
+    /// post_exec run on the same worker thread, one task at a time).
+    static TASK_START: std::cell::Cell<Option<std::time::Instant>> =
+        const { std::cell::Cell::new(None) };
 }
 
 /// The instance of context `ctx`, if `init_sched` succeeded.
@@ -35,9 +46,20 @@ unsafe fn instance<'a, P>(ctx: c_uint) -> Option<&'a Instance<P>> {
 pub(crate) unsafe extern "C" fn init_sched<P: SchedPolicy>(ctx: c_uint) {
     ffi_guard("init_sched", (), || {
         crate::init_logging();
+        // Already checked by the interposed starpu_initialize when the
+        // library is preloaded; with StarPU 1.4's STARPU_SCHED_LIB alone
+        // this is the first look, and init_sched cannot fail: stop rather
+        // than run with altered settings.
+        if super::interpose::check_settings().is_err() {
+            eprintln!("plb: error: invalid PLB_* setting (above); aborting");
+            std::process::abort();
+        }
+        let trace = crate::trace::current();
         let instance = Box::new(Instance {
             policy: P::new(SchedCtx(ctx)),
-            stats: ContextStats::default(),
+            stats: ContextStats::new(WorkerId::max_workers()),
+            observe: trace.is_some() || summary_requested(),
+            trace,
         });
         log::info!("policy {} initialised for context {ctx}", P::NAME);
         // SAFETY: hands StarPU an owned pointer, reclaimed in deinit_sched.
@@ -69,7 +91,16 @@ pub(crate) unsafe extern "C" fn deinit_sched<P: SchedPolicy>(ctx: c_uint) {
             );
         }
         if summary_requested() {
-            eprintln!("{}", instance.stats.summary_line(P::NAME, ctx, left.len()));
+            let figures = instance.policy.model_figures();
+            for line in instance
+                .stats
+                .summary_lines(P::NAME, ctx, left.len(), figures)
+            {
+                eprintln!("{line}");
+            }
+        }
+        if let Some(t) = instance.trace {
+            t.flush();
         }
         crate::diagnostics::note_abandoned(left.len());
         left.into_iter().for_each(Task::abandon);
@@ -130,6 +161,7 @@ pub(crate) unsafe extern "C" fn pre_exec_hook<P: SchedPolicy>(
         let (Some(raw), Some(worker)) = (NonNull::new(task), WorkerId::current()) else {
             return;
         };
+        TASK_START.with(|c| c.set(Some(std::time::Instant::now())));
         // SAFETY: StarPU's context and a live task for the hook's duration.
         if let Some(inst) = unsafe { instance::<P>(ctx) } {
             inst.policy
@@ -148,10 +180,28 @@ pub(crate) unsafe extern "C" fn post_exec_hook<P: SchedPolicy>(
             return;
         };
         inst.stats.note_executed();
+        let end = std::time::Instant::now();
+        let start = TASK_START.with(|c| c.take());
         if let (Some(raw), Some(worker)) = (NonNull::new(task), WorkerId::current()) {
             // SAFETY: the task is live for the hook's duration.
-            inst.policy
-                .post_exec(SchedCtx(ctx), unsafe { TaskRef::from_raw(raw) }, worker);
+            let task = unsafe { TaskRef::from_raw(raw) };
+            let busy_s = start.map_or(0.0, |s| end.duration_since(s).as_secs_f64());
+            let units = if inst.observe { task.work_units() } else { 0.0 };
+            inst.stats.note_run(worker.index(), busy_s, units);
+            if let (Some(t), Some(s)) = (inst.trace, start) {
+                let predicted_s = inst.policy.predicted_s(task, worker);
+                t.write(&Row {
+                    kind: "task",
+                    source: P::NAME,
+                    worker: i64::from(worker.0),
+                    start_s: t.since_open(s),
+                    end_s: t.since_open(end),
+                    units,
+                    predicted_s,
+                    detail: &task.name(),
+                });
+            }
+            inst.policy.post_exec(SchedCtx(ctx), task, worker);
         }
     })
 }

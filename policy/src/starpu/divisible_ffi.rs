@@ -11,6 +11,7 @@ use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int, c_uint};
 
 use super::guard::ffi_guard;
+use crate::config::WorkerKind;
 use crate::divisible::{BalancerSpec, DivisibleError, DivisibleRun, Next};
 use starpu_sys as sys;
 
@@ -73,6 +74,32 @@ pub fn all_worker_ids() -> Vec<i32> {
         sys::starpu_worker_get_count()
     };
     (0..n).filter_map(|w| i32::try_from(w).ok()).collect()
+}
+
+/// The kind of each StarPU worker of `ids` ([`WorkerKind::Other`] for an
+/// id StarPU does not know, or when StarPU is not initialised).
+pub fn worker_kinds(ids: &[i32]) -> Vec<WorkerKind> {
+    // SAFETY: plain queries, made only while StarPU is initialised and for
+    // ids below its worker count.
+    unsafe {
+        if sys::starpu_is_initialized() == 0 {
+            return vec![WorkerKind::Other; ids.len()];
+        }
+        let n = sys::starpu_worker_get_count();
+        ids.iter()
+            .map(|&id| {
+                if id < 0 || id as u32 >= n {
+                    return WorkerKind::Other;
+                }
+                match sys::starpu_worker_get_type(id) {
+                    sys::STARPU_CPU_WORKER => WorkerKind::Cpu,
+                    sys::STARPU_OPENCL_WORKER => WorkerKind::OpenCl,
+                    sys::STARPU_CUDA_WORKER => WorkerKind::Cuda,
+                    _ => WorkerKind::Other,
+                }
+            })
+            .collect()
+    }
 }
 
 thread_local! {
@@ -344,14 +371,7 @@ pub unsafe extern "C" fn plb_dl_get_stats(run: *const PlbDlRun, out: *mut plb_dl
         }
         match run.0.stats() {
             Ok(s) => {
-                use crate::divisible::BalancerStats as B;
-                let refits = match s.balancer_stats {
-                    B::Greedy => 0,
-                    B::PlbHac(h) => h.refits,
-                    B::PlbHec(h) => h.refits,
-                    B::Hdss(h) => h.fits,
-                    B::Acosta(a) => a.rebalances,
-                };
+                let refits = s.balancer_stats.refits();
                 let c = plb_dl_stats {
                     total_units: s.total,
                     blocks_issued: s.blocks_issued,

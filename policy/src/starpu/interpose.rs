@@ -55,6 +55,22 @@ fn selected_policy() -> Option<(String, *mut sys::starpu_sched_policy)> {
     Some((name, policy))
 }
 
+/// Validates the `PLB_*` tuning variables and opens `PLB_TRACE`: on an
+/// invalid value, one message naming the variable and what it accepts, and
+/// `-EINVAL` for `starpu_initialize` to return (never a silently altered
+/// value).
+pub(crate) fn check_settings() -> Result<(), c_int> {
+    if let Err(e) = crate::config::Tuning::from_env() {
+        eprintln!("plb: error: {e}");
+        return Err(-libc::EINVAL);
+    }
+    if let Err(msg) = crate::trace::open_from_env() {
+        eprintln!("plb: error: {msg}");
+        return Err(-libc::EINVAL);
+    }
+    Ok(())
+}
+
 /// Interposed StarPU entry point (StarPU 1.3 loading mechanism).
 ///
 /// # Safety
@@ -69,6 +85,9 @@ pub unsafe extern "C" fn starpu_initialize(
         eprintln!("plb: error: StarPU's starpu_initialize was not found (is libstarpu loaded?)");
         return -libc::ENOSYS;
     };
+    if let Err(code) = ffi_guard("starpu_initialize", Err(-libc::EINVAL), check_settings) {
+        return code;
+    }
     if let Err(code) = super::emulate::before_init() {
         return code;
     }

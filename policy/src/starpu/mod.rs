@@ -16,7 +16,7 @@ mod registry;
 mod task;
 
 pub use ctx::{SchedCtx, WorkerId, now_us, relaxed_lock};
-pub use divisible_ffi::all_worker_ids;
+pub use divisible_ffi::{all_worker_ids, worker_kinds};
 pub use emulate::{ENV as EMULATE_ENV, emulate_after};
 pub use interpose::known_policies;
 pub use registry::{policy_by_name, registered_policies};
@@ -64,4 +64,15 @@ pub trait SchedPolicy: Send + Sync + 'static {
 
     /// Takes every task still queued (called at deinit; normally none).
     fn drain(&self) -> Vec<Task>;
+
+    /// The seconds the policy predicted for `task` on `worker`, if any
+    /// (asked just before [`SchedPolicy::post_exec`], for `PLB_TRACE`).
+    fn predicted_s(&self, _task: TaskRef<'_>, _worker: WorkerId) -> Option<f64> {
+        None
+    }
+
+    /// Model refits and fit/solve time so far, for `PLB_SUMMARY`.
+    fn model_figures(&self) -> crate::stats::ModelFigures {
+        crate::stats::ModelFigures::default()
+    }
 }

@@ -223,18 +223,24 @@ impl TaskRef<'_> {
     /// its codelet's name and its address (StarPU's job ids are 0 unless
     /// StarPU was built with FxT or debugging).
     pub fn describe(&self) -> String {
+        format!("task {} at {:p}", self.name(), self.raw)
+    }
+
+    /// The task's name, else its codelet's, else "unnamed".
+    pub fn name(&self) -> String {
         let task = self.task();
         let mut name = task.name;
         if name.is_null() && !task.cl.is_null() {
             // SAFETY: a non-null codelet pointer of a live task is valid.
             name = unsafe { (*task.cl).name };
         }
-        let name = if name.is_null() {
+        if name.is_null() {
             "unnamed".into()
         } else {
             // SAFETY: StarPU names are NUL-terminated C strings.
-            unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy()
-        };
-        format!("task {name} at {:p}", self.raw)
+            unsafe { std::ffi::CStr::from_ptr(name) }
+                .to_string_lossy()
+                .into_owned()
+        }
     }
 }
