@@ -116,12 +116,14 @@ impl RunResult {
 struct Options {
     reps: usize,
     quick: bool,
+    skip_change: bool,
 }
 
 fn parse_options(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
         reps: 3,
         quick: false,
+        skip_change: false,
     };
     let mut i = 0;
     while i < args.len() {
@@ -136,6 +138,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                     .ok_or_else(|| format!("--reps: '{v}' is not a positive count"))?;
             }
             "--quick" => o.quick = true,
+            "--no-speed-change" => o.skip_change = true,
             other => return Err(format!("unexpected argument '{other}'")),
         }
         i += 1;
@@ -146,8 +149,18 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
     Ok(o)
 }
 
-/// Runs one child process.
+/// Runs one child process under [`EMULATION`].
 fn child(units: u64, mode: &Mode) -> Result<RunResult, String> {
+    child_with(units, mode, EMULATION, None)
+}
+
+/// Runs one child process under `emulation`, tracing to `trace` if given.
+fn child_with(
+    units: u64,
+    mode: &Mode,
+    emulation: &str,
+    trace: Option<&std::path::Path>,
+) -> Result<RunResult, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate plb: {e}"))?;
     let mut cmd = Command::new(exe);
     cmd.args(["__balance-run", "--units", &units.to_string()]);
@@ -158,7 +171,11 @@ fn child(units: u64, mode: &Mode) -> Result<RunResult, String> {
     };
     // The plb executable carries the interposed StarPU entry points itself:
     // preloading the library as well would emulate twice.
-    cmd.env("PLB_EMULATE", EMULATION)
+    match trace {
+        Some(t) => cmd.env("PLB_TRACE", t),
+        None => cmd.env_remove("PLB_TRACE"),
+    };
+    cmd.env("PLB_EMULATE", emulation)
         .env("STARPU_SCHED", "greedy")
         .env("STARPU_NCPU", "2")
         .env("STARPU_NCUDA", "0")
@@ -213,10 +230,39 @@ pub fn predicted_split(w0: (f64, f64), w1: (f64, f64), units: u64) -> f64 {
 }
 
 /// The 3 split ratios in 1 % steps around `r` (nearest percent, ±1 %),
-/// inside [0, 100] %.
+/// inside [0, 100] %: where the sweep starts.
 pub fn sweep_percents(r: f64) -> Vec<u32> {
     let c = ((r * 100.0).round() as i64).clamp(1, 99);
     (c - 1..=c + 1).map(|p| p as u32).collect()
+}
+
+/// Sweeps split ratios in 1 % steps from [`sweep_percents`]`(r)` outwards
+/// until the best makespan is bracketed by a measured worse ratio on each
+/// side (or by 0 % / 100 %): the brute-force optimum over 1 % steps,
+/// without running the ratios far from the minimum. `measure(p)` returns
+/// the makespan at `p` % on worker 1. Returns `(best %, every (%, s))`.
+pub fn sweep_optimum(
+    r: f64,
+    mut measure: impl FnMut(u32) -> Result<f64, String>,
+) -> Result<(u32, Vec<(u32, f64)>), String> {
+    let mut done: Vec<(u32, f64)> = Vec::new();
+    for p in sweep_percents(r) {
+        done.push((p, measure(p)?));
+    }
+    loop {
+        done.sort_by_key(|&(p, _)| p);
+        let best = (0..done.len())
+            .min_by(|&a, &b| done[a].1.total_cmp(&done[b].1))
+            .ok_or("nothing measured")?;
+        let next = if best == 0 && done[0].0 > 0 {
+            done[0].0 - 1
+        } else if best + 1 == done.len() && done[best].0 < 100 {
+            done[best].0 + 1
+        } else {
+            return Ok((done[best].0, done));
+        };
+        done.push((next, measure(next)?));
+    }
 }
 
 fn median_run(mut runs: Vec<RunResult>) -> RunResult {
@@ -258,9 +304,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let f0 = fit(&cal, 0).ok_or("calibration: no fit for worker 0")?;
     let f1 = fit(&cal, 1).ok_or("calibration: no fit for worker 1")?;
     let r_pred = predicted_split(f0, f1, units);
-    let percents = sweep_percents(r_pred);
-    let mut best: Option<(u32, RunResult)> = None;
-    for &p in &percents {
+    let mut medians: Vec<(u32, RunResult)> = Vec::new();
+    let (best_p, swept) = sweep_optimum(r_pred, |p| {
         let mut runs = Vec::new();
         for rep in 0..opts.reps {
             progress(&format!(
@@ -271,14 +316,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
             runs.push(child(units, &Mode::Split(f64::from(p) / 100.0))?);
         }
         let m = median_run(runs);
-        if best
-            .as_ref()
-            .is_none_or(|(_, b)| m.makespan_s < b.makespan_s)
-        {
-            best = Some((p, m));
-        }
-    }
-    let (best_p, best_run) = best.ok_or("no split ratio was run")?;
+        let s = m.makespan_s;
+        medians.push((p, m));
+        Ok(s)
+    })?;
+    let percents: Vec<u32> = swept.iter().map(|&(p, _)| p).collect();
+    let best_run = medians
+        .into_iter()
+        .find(|(p, _)| *p == best_p)
+        .map(|(_, r)| r)
+        .ok_or("no split ratio was run")?;
 
     let contenders = [
         ("greedy W/256", format!("greedy:{}", (units / 256).max(1))),
@@ -317,6 +364,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         percents
     );
     out.push_str(&format_table(&rows, best_run.makespan_s));
+    print!("{out}");
+    let mut out = String::new();
+    if !opts.skip_change {
+        let change_at = best_run.makespan_s / 2.0;
+        out.push_str(&speed_change(units, f0, f1, change_at)?);
+    }
     let _ = writeln!(
         out,
         "(whole benchmark: {:.0} s wall)",
@@ -324,6 +377,144 @@ pub fn run(args: &[String]) -> Result<(), String> {
     );
     print!("{out}");
     Ok(())
+}
+
+/// Scenario B's emulation: [`EMULATION`] plus worker 1 twice slower from
+/// `at_s` seconds after StarPU's initialisation.
+pub fn change_emulation(at_s: f64) -> String {
+    format!(
+        "0:speed=0.25; 1:latency=20ms,after={:.0}ms,speed=0.5",
+        at_s * 1e3
+    )
+}
+
+/// One virtual step of a PLB-HAC trace: its number, solve time and the
+/// units of each of the two workers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TracedStep {
+    pub step: u64,
+    pub time_s: f64,
+    pub units: [u64; 2],
+}
+
+impl TracedStep {
+    /// Worker 1's share of the step.
+    pub fn share1(&self) -> f64 {
+        let t = (self.units[0] + self.units[1]).max(1) as f64;
+        self.units[1] as f64 / t
+    }
+}
+
+/// The `solution` rows of a `PLB_TRACE` file, grouped by step.
+pub fn traced_steps(csv: &str) -> Vec<TracedStep> {
+    let mut steps: Vec<TracedStep> = Vec::new();
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() != 8 || f[0] != "solution" {
+            continue;
+        }
+        let (Ok(w), Ok(t), Ok(x), Ok(step)) = (
+            f[2].parse::<usize>(),
+            f[3].parse::<f64>(),
+            f[5].parse::<f64>(),
+            f[7].parse::<u64>(),
+        ) else {
+            continue;
+        };
+        if w > 1 {
+            continue;
+        }
+        if steps.last().is_none_or(|s| s.step != step) {
+            steps.push(TracedStep {
+                step,
+                time_s: t,
+                units: [0, 0],
+            });
+        }
+        if let Some(s) = steps.last_mut() {
+            s.units[w] = x as u64;
+        }
+    }
+    steps
+}
+
+/// Scenario B: worker 1 becomes twice slower at `at_s`; runs PLB-HAC with
+/// `PLB_TRACE` and shows from the trace how its share for worker 1 follows.
+fn speed_change(units: u64, f0: (f64, f64), f1: (f64, f64), at_s: f64) -> Result<String, String> {
+    let emulation = change_emulation(at_s);
+    let trace = std::env::temp_dir().join(format!("plb-balance-change-{}.csv", std::process::id()));
+    progress(&format!(
+        "scenario B: plb-hac with PLB_EMULATE=\"{emulation}\""
+    ));
+    let run = child_with(
+        units,
+        &Mode::Balancer("plb-hac".into()),
+        &emulation,
+        Some(&trace),
+    )?;
+    let csv = std::fs::read_to_string(&trace).map_err(|e| format!("{}: {e}", trace.display()))?;
+    let _ = std::fs::remove_file(&trace);
+    let steps = traced_steps(&csv);
+    let slow1 = (f1.0, 2.0 * f1.1);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nScenario B (EMULATED): worker 1 becomes 2x slower {at_s:.2} s after StarPU starts \
+         (PLB_EMULATE=\"{emulation}\"); plb-hac makespan {:.3} s. Shares from PLB_TRACE \
+         (solution rows; trace clock starts a few ms before the emulation clock):",
+        run.makespan_s
+    );
+    let _ = writeln!(
+        out,
+        "{:>5} {:>8} {:>9} {:>9} {:>10} {:>10}",
+        "step", "time s", "w0 units", "w1 units", "w1 share", "ideal now"
+    );
+    let mut first_after: Option<usize> = None;
+    let mut followed: Option<usize> = None;
+    for (i, s) in steps.iter().enumerate() {
+        let total = s.units[0] + s.units[1];
+        let after = s.time_s >= at_s;
+        let ideal = predicted_split(f0, if after { slow1 } else { f1 }, total.max(1));
+        let before_ideal = predicted_split(f0, f1, total.max(1));
+        if after && first_after.is_none() {
+            first_after = Some(i);
+        }
+        if after
+            && followed.is_none()
+            && (s.share1() - ideal).abs() < (s.share1() - before_ideal).abs()
+        {
+            followed = Some(i);
+        }
+        let _ = writeln!(
+            out,
+            "{:>5} {:>8.3} {:>9} {:>9} {:>9.1}% {:>9.1}%{}",
+            s.step,
+            s.time_s,
+            s.units[0],
+            s.units[1],
+            100.0 * s.share1(),
+            100.0 * ideal,
+            if first_after == Some(i) {
+                "  <- first step after the change"
+            } else {
+                ""
+            }
+        );
+    }
+    let verdict = match (first_after, followed) {
+        (Some(a), Some(f)) => format!(
+            "worker 1's share moved nearer the new ideal than the old one at step {} \
+             ({} virtual step(s) after the change; target: within 3)",
+            steps[f].step,
+            f - a + 1
+        ),
+        (Some(_), None) => "worker 1's share did NOT follow the change in any later step".into(),
+        (None, _) => {
+            "no virtual step was solved after the change (the change came too late)".into()
+        }
+    };
+    let _ = writeln!(out, "{verdict}");
+    Ok(out)
 }
 
 /// The results table: one row per contender.
@@ -485,6 +676,46 @@ mod tests {
         assert_eq!(sweep_percents(0.796), vec![79, 80, 81]);
         assert_eq!(sweep_percents(1.0), vec![98, 99, 100]);
         assert_eq!(sweep_percents(0.0), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn sweep_brackets_the_minimum_in_one_percent_steps() {
+        // Convex makespan with its minimum at 73 %; start predicted at 78 %.
+        let f = |p: u32| (f64::from(p) - 73.0).abs() + 10.0;
+        let mut calls = Vec::new();
+        let (best, all) = sweep_optimum(0.78, |p| {
+            calls.push(p);
+            Ok(f(p))
+        })
+        .unwrap();
+        assert_eq!(best, 73);
+        let ps: Vec<u32> = all.iter().map(|&(p, _)| p).collect();
+        assert_eq!(ps, (72..=79).collect::<Vec<_>>());
+        assert_eq!(calls.len(), 8, "no ratio is measured twice");
+        // At the boundary the sweep stops at 100 %.
+        let (best, _) = sweep_optimum(0.99, |p| Ok(100.0 - f64::from(p))).unwrap();
+        assert_eq!(best, 100);
+        assert!(sweep_optimum(0.5, |_| Err("boom".into())).is_err());
+    }
+
+    #[test]
+    fn trace_solutions_group_by_step() {
+        let csv = "kind,source,worker,start_s,end_s,units,predicted_s,detail\n\
+                   task,x,0,0,1,5,,a\n\
+                   solution,plb-hac,0,1.5,1.5,200,0.5,1\n\
+                   solution,plb-hac,1,1.5,1.5,800,0.5,1\n\
+                   block,plb-hac,1,1.0,1.5,800,0.4,7\n\
+                   solution,plb-hac,0,2.5,2.5,300,0.5,2\n\
+                   solution,plb-hac,1,2.5,2.5,700,0.5,2\n";
+        let steps = traced_steps(csv);
+        assert_eq!(steps.len(), 2);
+        assert_eq!(steps[0].units, [200, 800]);
+        assert!((steps[1].share1() - 0.7).abs() < 1e-12);
+        assert_eq!((steps[1].step, steps[1].time_s), (2, 2.5));
+        assert_eq!(
+            change_emulation(2.0),
+            "0:speed=0.25; 1:latency=20ms,after=2000ms,speed=0.5"
+        );
     }
 
     #[test]

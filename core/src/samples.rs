@@ -335,6 +335,18 @@ impl SampleStore {
         n
     }
 
+    /// Multiplies the compute time of every held sample by `factor` (after
+    /// a detected change of speed: the curve keeps its shape and moves to
+    /// the new level). Ignored unless `factor` is finite and > 0.
+    pub fn scale_compute(&mut self, factor: f64) {
+        if !(factor.is_finite() && factor > 0.0) {
+            return;
+        }
+        for e in &mut self.entries {
+            e.sample.compute_s *= factor;
+        }
+    }
+
     /// Drops every sample (counters are kept).
     pub fn clear(&mut self) {
         self.forgotten += self.entries.len() as u64;

@@ -142,6 +142,14 @@ pub struct PlbHacConfig {
     /// `(1 − α)` times the previous one. In `[0, 1)`; 0 disables the
     /// decrease. Default 0.1.
     pub decrease_factor: f64,
+    /// Change detection: when a step or gap block's compute time differs
+    /// from its PU's model by more than this factor (measured / predicted
+    /// above `1 + d` or below `1 / (1 + d)`), the PU's stored compute times
+    /// are rescaled by that ratio before the new sample is added, so the
+    /// model follows a change of speed (a competing load, §5.4) at once
+    /// instead of over several recency half-lives. `> 0`; `inf` disables.
+    /// Default 0.25.
+    pub drift_threshold: f64,
     /// Primary solver of eq. (3). Default [`Primary::Fast`].
     pub solver: Primary,
     /// Sample stores of the PUs. Default: cap 128, half-life 4 samples,
@@ -166,6 +174,7 @@ impl Default for PlbHacConfig {
             gap_threshold_s: 0.4,
             decrease_start: 0.7,
             decrease_factor: 0.1,
+            drift_threshold: 0.25,
             solver: Primary::Fast,
             store: StoreConfig {
                 cap: 128,
@@ -257,6 +266,8 @@ impl PlbHacConfig {
         range("decrease_start", v, (0.0..=1.0).contains(&v))?;
         let v = self.decrease_factor;
         range("decrease_factor", v, (0.0..1.0).contains(&v))?;
+        let v = self.drift_threshold;
+        range("drift_threshold", v, v > 0.0)?;
         if self.history_cap == 0 {
             return Err(PlbHacConfigError::ZeroHistory);
         }
@@ -309,6 +320,9 @@ pub struct PlbHacStats {
     /// PUs not waited for at the synchronisation (still in their first
     /// training block).
     pub stragglers: u64,
+    /// Detected changes of speed (models rescaled; see
+    /// [`PlbHacConfig::drift_threshold`]).
+    pub drift_rescales: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -753,6 +767,25 @@ impl Balancer for PlbHac {
         let run = self.running[pu].take();
         let duration = done.compute_s + done.transfer_s;
         let sample = Sample::new(done.block.len as f64, done.compute_s, done.transfer_s);
+        if let (Some(r), Some(m)) = (&run, &self.models[pu])
+            && matches!(r.kind, Kind::Step | Kind::Gap)
+        {
+            // Only inside the sampled size range: beyond it a mismatch is
+            // the curve's extrapolation error, not a change of speed.
+            let x = done.block.len as f64;
+            let (lo, hi) = m.exec.range();
+            let predicted = m.exec.time(x);
+            let ratio = done.compute_s / predicted;
+            let d = self.cfg.drift_threshold;
+            if (lo..=hi).contains(&x)
+                && predicted > 0.0
+                && ratio.is_finite()
+                && (ratio > 1.0 + d || ratio * (1.0 + d) < 1.0)
+            {
+                self.stores[pu].scale_compute(ratio);
+                self.stats.drift_rescales += 1;
+            }
+        }
         if self.stores[pu].push(sample).is_err() {
             self.stats.rejected_samples += 1;
         } else {
