@@ -1,22 +1,118 @@
-//! Root build script: checks that StarPU is installed (the codelets in
-//! `codelets/` will be compiled here with `cc` once the applications land).
+//! Root build script: finds StarPU with pkg-config and compiles the
+//! applications' codelets into the `plb` executable.
+//!
+//! * every `codelets/*.c` → one static library (StarPU's cflags, `-O3`,
+//!   `-fno-math-errno -fno-trapping-math`, which let gcc vectorise loops
+//!   calling `expf`/`logf` through libmvec), linked with OpenBLAS, OpenCL
+//!   and libm;
+//! * every `codelets/*.cu`, only when `nvcc` is found (`$NVCC`, else
+//!   `PATH`): compiled with nvcc, linked with cudart and cuBLAS, and the C
+//!   files get `-DPLB_HAVE_CUDA` so their CUDA implementation slots are
+//!   filled. Without nvcc the CUDA parts are simply left out.
+//!
+//! Adding an application's kernels is adding files to `codelets/`.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+const MODULES: [&str; 2] = ["starpu-1.4", "starpu-1.3"];
+
+fn pkg_config(args: &[&str]) -> Option<String> {
+    let out = Command::new("pkg-config").args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The files of `dir` ending in `.ext`, sorted.
+fn sources(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|e| e == ext));
+    files.sort();
+    files
+}
+
+/// `$NVCC` when set, else `nvcc` from `PATH`.
+fn find_nvcc() -> Option<PathBuf> {
+    if let Some(nvcc) = std::env::var_os("NVCC").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(nvcc));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("nvcc"))
+        .find(|p| p.is_file())
+}
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    let found = ["starpu-1.4", "starpu-1.3"].iter().any(|module| {
-        Command::new("pkg-config")
-            .args(["--exists", module])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false)
-    });
-    if !found {
+    println!("cargo:rerun-if-changed=codelets");
+    println!("cargo:rerun-if-env-changed=NVCC");
+    println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    println!("cargo:rustc-check-cfg=cfg(plb_cuda)");
+
+    let Some(module) = MODULES
+        .iter()
+        .find(|m| pkg_config(&["--exists", m]).is_some())
+    else {
         panic!(
             "StarPU was not found by pkg-config (looked for starpu-1.4 and starpu-1.3). \
              On Debian install it with `apt-get install libstarpu-dev pkg-config`, \
              or run scripts/setup.sh."
         );
+    };
+    let cflags = pkg_config(&["--cflags", module]).unwrap_or_default();
+    let includes: Vec<&str> = cflags
+        .split_whitespace()
+        .filter_map(|f| f.strip_prefix("-I"))
+        .collect();
+
+    let dir = Path::new("codelets");
+    let c_files = sources(dir, "c");
+    let cu_files = sources(dir, "cu");
+    let nvcc = find_nvcc();
+    let cuda_root = nvcc
+        .as_deref()
+        .and_then(|n| n.parent()?.parent().map(Path::to_path_buf));
+
+    let mut c = cc::Build::new();
+    c.files(&c_files)
+        .include(dir)
+        .includes(&includes)
+        .flag("-std=gnu11")
+        .flag("-O3")
+        .flag("-fno-math-errno")
+        .flag("-fno-trapping-math")
+        .warnings(true);
+    if let Some(root) = &cuda_root {
+        c.define("PLB_HAVE_CUDA", None)
+            .include(root.join("include"));
+    }
+    c.compile("plb_codelets");
+
+    if let (Some(nvcc), Some(root)) = (&nvcc, &cuda_root) {
+        if !cu_files.is_empty() {
+            cc::Build::new()
+                .cuda(true)
+                .compiler(nvcc)
+                .files(&cu_files)
+                .include(dir)
+                .includes(&includes)
+                .define("PLB_HAVE_CUDA", None)
+                .flag("-O3")
+                .compile("plb_codelets_cuda");
+        }
+        for lib in ["lib64", "lib"] {
+            println!(
+                "cargo:rustc-link-search=native={}",
+                root.join(lib).display()
+            );
+        }
+        println!("cargo:rustc-link-lib=dylib=cublas");
+        println!("cargo:rustc-link-lib=dylib=cudart");
+        println!("cargo:rustc-cfg=plb_cuda");
+    }
+    for lib in ["openblas", "OpenCL", "m"] {
+        println!("cargo:rustc-link-lib=dylib={lib}");
     }
 }

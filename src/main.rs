@@ -1,5 +1,6 @@
 //! `plb`: command-line front end of the PLB StarPU scheduling policies.
 
+mod apps;
 mod balance;
 mod balance_run;
 mod experiment;
@@ -22,10 +23,16 @@ usage:
   plb experiment [--reps N] [--policies a,b,...] [--out DIR]
                                             compare policies on StarPU example
                                             applications (the main job)
-  plb experiment balance [--reps N] [--quick]
+  plb experiment balance [--reps N] [--quick] [--no-speed-change]
                                             divisible-load balancers vs the
                                             optimum on 2 CPU workers with
                                             EMULATED heterogeneity (real runs)
+  plb app <mm|blackscholes|...> [--n N] [--seed S] [--sched NAME] [--block B]
+          [--ncpu K] [--opencl]             run one of our StarPU applications
+                                            under a policy and verify its result
+                                            (plb app help, plb app list)
+  plb app bench [--quick]                   applications' throughput per codelet
+                                            and per policy
   plb bench-solver [--budget SECONDS] [--cases N] [--pus 2,16,...]
                                             time the model fit and the IPOPT and
                                             fast block-size solvers
@@ -53,6 +60,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode, String> {
         }
         Some("run") => run(&args[1..]),
         Some("experiment") => experiment(&args[1..]),
+        Some("app") => apps::main(&args[1..]),
         Some("bench-solver") => bench_solver(&args[1..]),
         Some("__balance-run") => {
             balance::child_main(&args[1..])?;

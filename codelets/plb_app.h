@@ -1,0 +1,92 @@
+/*
+ * plb_app.h - what every application codelet of `plb app` shares with the
+ * Rust framework (src/apps/mod.rs).
+ *
+ * Each task's cl_arg points to a struct plb_app_task (the Rust `TaskArg`,
+ * same layout). A codelet implementation:
+ *
+ *     static void my_cpu(void *buffers[], void *arg)
+ *     {
+ *         double t0 = plb_app_start();
+ *         ... the work on buffers[] ...
+ *         plb_app_finish(arg, t0);   // kernel time + emulation, worker id
+ *     }
+ *
+ * For OpenCL and CUDA, call plb_app_finish after clFinish / the stream
+ * synchronisation so the measured time covers the kernel.
+ *
+ * License: LGPL-2.1-or-later.
+ */
+#ifndef PLB_APP_H
+#define PLB_APP_H
+
+#include <stdint.h>
+#include <starpu.h>
+
+struct plb_app_task {
+	/* Out: seconds spent in the kernel, emulated extra time included. */
+	double compute_s;
+	/* Out: the StarPU worker that ran the task. */
+	int32_t worker;
+	/* In: the block's first unit and number of units. */
+	uint64_t offset;
+	uint64_t len;
+	/* In: the application's parameters (read-only), may be NULL. */
+	const void *params;
+};
+
+/* Heterogeneity emulation (PLB_EMULATE): busy-waits the extra time of the
+ * calling worker for a body that took elapsed_s, returns the added
+ * seconds (0 when no emulation is active). Exported by the policy crate. */
+#ifdef __cplusplus
+extern "C"
+#endif
+double plb_emulate_after(double elapsed_s);
+
+/* Start of the measured part of a codelet (microseconds). */
+static inline double plb_app_start(void)
+{
+	return starpu_timing_now();
+}
+
+/* End of the measured part: applies the emulation and records the time and
+ * the worker in the task's argument. */
+static inline void plb_app_finish(void *cl_arg, double t0_us)
+{
+	struct plb_app_task *task = (struct plb_app_task *)cl_arg;
+	double elapsed = (starpu_timing_now() - t0_us) / 1e6;
+	if (elapsed < 0)
+		elapsed = 0;
+	task->compute_s = elapsed + plb_emulate_after(elapsed);
+	task->worker = starpu_worker_get_id();
+}
+
+static inline const void *plb_app_params(void *cl_arg)
+{
+	return ((const struct plb_app_task *)cl_arg)->params;
+}
+
+#if defined(STARPU_USE_OPENCL) && !defined(__CUDACC__)
+/* Loads (compiles) an OpenCL program for every OpenCL worker; nothing to do
+ * when there is none. Returns 0 or a negative error code. */
+static inline int plb_app_opencl_load(struct starpu_opencl_program *program, const char *source,
+				      int *loaded)
+{
+	*loaded = 0;
+	if (starpu_opencl_worker_get_count() == 0)
+		return 0;
+	int rc = starpu_opencl_load_opencl_from_string(source, program, "-cl-mad-enable");
+	if (rc == 0)
+		*loaded = 1;
+	return rc;
+}
+
+static inline void plb_app_opencl_unload(struct starpu_opencl_program *program, int *loaded)
+{
+	if (*loaded)
+		starpu_opencl_unload_opencl(program);
+	*loaded = 0;
+}
+#endif
+
+#endif /* PLB_APP_H */

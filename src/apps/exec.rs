@@ -1,0 +1,467 @@
+//! The StarPU side of `plb app`: session, data registration, task
+//! submission, and the split of the work (divisible-load API under our
+//! policies, equal fixed-size tasks under StarPU's).
+//!
+//! The `plb` executable links the policy library statically and exports its
+//! interposed `starpu_initialize` (see `balance_run.rs`), so setting
+//! `STARPU_SCHED` to one of our names before `starpu_init` selects our
+//! policy in this very process, and `PLB_EMULATE` applies to the codelets.
+
+use std::ffi::c_void;
+use std::mem::MaybeUninit;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use starpu_plb::catalog;
+use starpu_plb::divisible::{BalancerSpec, DivisibleRun};
+use starpu_sys as sys;
+
+use super::{App, Fault, Options, Summary, Workload};
+
+/// A registered StarPU data handle (unregistered by the framework).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handle(sys::starpu_data_handle_t);
+
+/// The handles registered during a run; [`Data::unregister_all`] releases
+/// them (blocking, coherent: results come back to main memory).
+#[derive(Debug, Default)]
+pub struct Data {
+    handles: Vec<sys::starpu_data_handle_t>,
+}
+
+impl Data {
+    /// Registers a column-major matrix of `rows` x `cols` elements of `T`
+    /// with leading dimension `ld`, in main memory.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to `ld * (cols - 1) + rows` initialised elements that
+    /// stay allocated, unmoved and untouched by Rust until the framework
+    /// unregisters the handle (after every task ended); StarPU is running.
+    pub unsafe fn matrix<T: Copy>(
+        &mut self,
+        ptr: *mut T,
+        ld: usize,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Handle, String> {
+        let dims = (u32::try_from(ld), u32::try_from(rows), u32::try_from(cols));
+        let (Ok(ld), Ok(rows), Ok(cols)) = dims else {
+            return Err(format!(
+                "matrix {rows}x{cols} (ld {ld}) too large for StarPU"
+            ));
+        };
+        let mut h: sys::starpu_data_handle_t = std::ptr::null_mut();
+        // SAFETY: the caller guarantees the buffer; STARPU_MAIN_RAM is node 0.
+        unsafe {
+            sys::starpu_matrix_data_register(
+                &mut h,
+                sys::STARPU_MAIN_RAM as i32,
+                ptr as usize,
+                ld,
+                rows,
+                cols,
+                std::mem::size_of::<T>(),
+            )
+        };
+        self.handles.push(h);
+        Ok(Handle(h))
+    }
+
+    /// Registers a vector of `len` elements of `T` in main memory.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Data::matrix`], for `len` elements.
+    pub unsafe fn vector<T: Copy>(&mut self, ptr: *mut T, len: usize) -> Result<Handle, String> {
+        let Ok(n) = u32::try_from(len) else {
+            return Err(format!("vector of {len} elements too large for StarPU"));
+        };
+        let mut h: sys::starpu_data_handle_t = std::ptr::null_mut();
+        // SAFETY: the caller guarantees the buffer.
+        unsafe {
+            sys::starpu_vector_data_register(
+                &mut h,
+                sys::STARPU_MAIN_RAM as i32,
+                ptr as usize,
+                n,
+                std::mem::size_of::<T>(),
+            )
+        };
+        self.handles.push(h);
+        Ok(Handle(h))
+    }
+
+    /// Unregisters every handle (waits for their tasks, copies the data back
+    /// to main memory).
+    fn unregister_all(&mut self) {
+        for h in self.handles.drain(..) {
+            // SAFETY: registered by this object, unregistered once; called
+            // from the application thread, never from a callback.
+            unsafe { sys::starpu_data_unregister(h) };
+        }
+    }
+}
+
+/// The task argument: a `struct plb_app_task` (codelets/plb_app.h, same
+/// first fields, checked by a test) followed by what only Rust reads.
+#[repr(C)]
+struct TaskArg {
+    compute_s: f64,
+    worker: i32,
+    offset: u64,
+    len: u64,
+    params: *const c_void,
+    // Rust only, after the C-visible part.
+    run: Option<Arc<DivisibleRun>>,
+    id: u64,
+    log: Arc<Mutex<Vec<Done>>>,
+}
+
+/// One completed task, as its callback saw it.
+#[derive(Debug, Clone, Copy)]
+struct Done {
+    worker: i32,
+    len: u64,
+    compute_s: f64,
+}
+
+/// StarPU callback: records the task and, in a divisible run, reports the
+/// block done (never submits).
+unsafe extern "C" fn task_done(arg: *mut c_void) {
+    // SAFETY: the Box<TaskArg> leaked at submission; StarPU calls the
+    // callback once per task, after the kernel wrote its fields.
+    let a = unsafe { Box::from_raw(arg.cast::<TaskArg>()) };
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let compute_s = if a.compute_s.is_finite() && a.compute_s >= 0.0 {
+            a.compute_s
+        } else {
+            0.0
+        };
+        if let Ok(mut log) = a.log.lock() {
+            log.push(Done {
+                worker: a.worker,
+                len: a.len,
+                compute_s,
+            });
+        }
+        if let Some(run) = &a.run {
+            if let Err(e) = run.block_done(a.id, compute_s, 0.0) {
+                eprintln!("plb app: block_done: {e}");
+            }
+        }
+    }));
+}
+
+/// Creates and submits one task of `cl` on `handles`, pinned to `worker`
+/// when given.
+fn submit(
+    cl: *mut sys::starpu_codelet,
+    handles: &[super::Handle],
+    arg: TaskArg,
+    worker: Option<i32>,
+) -> Result<(), String> {
+    // SAFETY: `cl` is a codelet global of codelets/ (lives forever).
+    let nbuffers = unsafe { (*cl).nbuffers };
+    if usize::try_from(nbuffers).ok() != Some(handles.len())
+        || handles.len() > sys::STARPU_NMAXBUFS as usize
+    {
+        return Err(format!(
+            "{} handles for a codelet of {nbuffers} buffers (at most {})",
+            handles.len(),
+            sys::STARPU_NMAXBUFS
+        ));
+    }
+    let pinned = worker.map(u32::try_from).transpose();
+    let pinned = pinned.map_err(|_| "negative worker id".to_string())?;
+    let arg = Box::into_raw(Box::new(arg)).cast::<c_void>();
+    // SAFETY: StarPU is initialised; `cl` outlives every task; `arg` stays
+    // valid until the callback frees it; every handle is registered and is
+    // unregistered only after starpu_task_wait_for_all.
+    let rc = unsafe {
+        let task = sys::starpu_task_create();
+        (*task).cl = cl;
+        for (i, h) in handles.iter().enumerate() {
+            (*task).handles[i] = h.0;
+        }
+        (*task).cl_arg = arg;
+        (*task).callback_func = Some(task_done);
+        (*task).callback_arg = arg;
+        if let Some(w) = pinned {
+            (*task).set_execute_on_a_specific_worker(1);
+            (*task).workerid = w;
+        }
+        sys::starpu_task_submit(task)
+    };
+    if rc != 0 {
+        // Not submitted: StarPU will not call the callback.
+        // SAFETY: `arg` came from Box::into_raw above and nobody else has it.
+        drop(unsafe { Box::from_raw(arg.cast::<TaskArg>()) });
+        return Err(format!("starpu_task_submit failed ({rc})"));
+    }
+    Ok(())
+}
+
+/// StarPU, initialised for one run; shut down on drop.
+struct Session;
+
+impl Session {
+    fn start(opts: &Options) -> Result<Session, String> {
+        // SAFETY: single-threaded here (StarPU, whose workers would read the
+        // environment, is not started yet).
+        unsafe {
+            std::env::set_var("STARPU_SCHED", &opts.sched);
+            if std::env::var_os("STARPU_SILENT").is_none() {
+                std::env::set_var("STARPU_SILENT", "1");
+            }
+            if opts.opencl {
+                std::env::set_var("STARPU_OPENCL_ON_CPUS", "1");
+            }
+        }
+        let mut conf = MaybeUninit::<sys::starpu_conf>::zeroed();
+        // SAFETY: starpu_conf_init fills the struct.
+        if unsafe { sys::starpu_conf_init(conf.as_mut_ptr()) } != 0 {
+            return Err("starpu_conf_init failed".into());
+        }
+        // SAFETY: initialised just above.
+        let mut conf = unsafe { conf.assume_init() };
+        if let Some(n) = opts.ncpu {
+            conf.ncpus = n;
+        }
+        if opts.opencl {
+            conf.nopencl = 1;
+            conf.ncpus = opts.ncpu.unwrap_or(1);
+        }
+        // SAFETY: valid conf; StarPU is not initialised in this process.
+        let rc = unsafe { sys::starpu_init(&mut conf) };
+        if rc != 0 {
+            return Err(format!("starpu_init failed ({rc})"));
+        }
+        Ok(Session)
+    }
+
+    /// `cpu0`, `opencl1`...: one label per worker, by worker id.
+    fn workers(&self) -> Vec<String> {
+        // SAFETY: StarPU is initialised.
+        let n = unsafe { sys::starpu_worker_get_count() } as i32;
+        (0..n)
+            .map(|id| {
+                // SAFETY: id is a valid worker id.
+                let kind = match unsafe { sys::starpu_worker_get_type(id) } {
+                    sys::STARPU_CPU_WORKER => "cpu",
+                    sys::STARPU_CUDA_WORKER => "cuda",
+                    sys::STARPU_OPENCL_WORKER => "opencl",
+                    _ => "other",
+                };
+                format!("{kind}{id}")
+            })
+            .collect()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // SAFETY: initialised by `start`; every task ended and every handle
+        // was unregistered before (see `run`).
+        unsafe { sys::starpu_shutdown() };
+    }
+}
+
+/// Runs `app` once with `opts` and returns its summary (verification
+/// included; a wrong result is a summary with `verification.ok == false`,
+/// not an error).
+pub fn run(app: &App, opts: &Options) -> Result<Summary, String> {
+    let mut work = (app.build)(opts.n, opts.seed)?;
+    let ours = catalog::find(&opts.sched).is_some();
+    let session = Session::start(opts)?;
+    let workers = session.workers();
+    if workers.is_empty() {
+        return Err("StarPU started no worker".into());
+    }
+    work.prepare()?;
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut data = Data::default();
+    let start = Instant::now();
+    let mut passes = 0u64;
+    let (result, rc) = loop {
+        let result = if ours {
+            divisible(work.as_mut(), &mut data, opts, &log)
+        } else {
+            fixed(work.as_mut(), &mut data, opts, &log)
+        };
+        // SAFETY: StarPU is initialised; application thread. Waits even
+        // after an error so no task outlives its data or the session.
+        let rc = unsafe { sys::starpu_task_wait_for_all() };
+        data.unregister_all();
+        passes += 1;
+        if result.is_err() || rc != 0 {
+            break (result, rc);
+        }
+        match work.next_pass() {
+            Ok(true) => {}
+            Ok(false) => break (result, rc),
+            Err(e) => break (Err(e), rc),
+        }
+    };
+    let makespan_s = start.elapsed().as_secs_f64();
+    work.release();
+    drop(session);
+    let split = result?;
+    if rc != 0 {
+        return Err(format!("starpu_task_wait_for_all failed ({rc})"));
+    }
+    let done = std::mem::take(&mut *log.lock().map_err(|_| "log poisoned".to_string())?);
+    let (unit, scale) = work.throughput_unit();
+    let mut units = vec![0u64; workers.len()];
+    let mut busy = vec![0f64; workers.len()];
+    for d in &done {
+        if let Ok(w) = usize::try_from(d.worker) {
+            if w < units.len() {
+                units[w] += d.len;
+                busy[w] += d.compute_s;
+            }
+        }
+    }
+    let kernel_throughput = units
+        .iter()
+        .zip(&busy)
+        .filter(|(_, b)| **b > 0.0)
+        .map(|(u, b)| work.work(*u) / b / scale)
+        .sum();
+    Ok(Summary {
+        app: app.name,
+        n: opts.n,
+        policy: opts.sched.clone(),
+        split,
+        workers,
+        tasks: done.len() as u64,
+        total_units: work.units(),
+        passes,
+        units,
+        makespan_s,
+        throughput: work.work(work.units() * passes) / makespan_s / scale,
+        kernel_throughput,
+        unit,
+        verification: work.verify(),
+    })
+}
+
+fn task_arg(
+    work: &dyn Workload,
+    log: &Arc<Mutex<Vec<Done>>>,
+    offset: u64,
+    len: u64,
+    run: Option<(Arc<DivisibleRun>, u64)>,
+) -> TaskArg {
+    let (run, id) = match run {
+        Some((r, id)) => (Some(r), id),
+        None => (None, 0),
+    };
+    TaskArg {
+        compute_s: 0.0,
+        worker: -1,
+        offset,
+        len,
+        params: work.params(),
+        run,
+        id,
+        log: Arc::clone(log),
+    }
+}
+
+/// Our policy: blocks from the divisible-load balancer of the same name,
+/// each pinned to the worker it chose. Returns the split label.
+fn divisible(
+    work: &mut dyn Workload,
+    data: &mut Data,
+    opts: &Options,
+    log: &Arc<Mutex<Vec<Done>>>,
+) -> Result<String, String> {
+    let name = match (opts.sched.as_str(), opts.block) {
+        ("greedy", Some(b)) => format!("greedy:{b}"),
+        (s, _) => s.to_string(),
+    };
+    let spec = BalancerSpec::parse(&name).map_err(|e| e.to_string())?;
+    work.register_shared(data)?;
+    let cl = work.codelet();
+    let run =
+        Arc::new(DivisibleRun::on_all_workers(work.units(), spec).map_err(|e| e.to_string())?);
+    while let Some(b) = run.next_block().map_err(|e| e.to_string())? {
+        let faulty = b.id == 0 && opts.fault.is_some();
+        if faulty && opts.fault == Some(Fault::Drop) {
+            // Lost block: reported done, never computed.
+            run.block_done(b.id, 1e-6, 0.0).map_err(|e| e.to_string())?;
+            continue;
+        }
+        let handles = work.register_block(data, b.offset, b.len)?;
+        let arg = task_arg(work, log, b.offset, b.len, Some((Arc::clone(&run), b.id)));
+        submit(cl, &handles, arg, Some(b.worker))?;
+        if faulty {
+            // Repeated block: a second task on the same handles (StarPU
+            // orders the two read-write accesses), not reported.
+            submit(
+                cl,
+                &handles,
+                task_arg(work, log, b.offset, b.len, None),
+                Some(b.worker),
+            )?;
+        }
+    }
+    Ok("divisible".to_string())
+}
+
+/// StarPU's policy: equal tasks of `--block` units (default `ceil(W/32)`),
+/// all submitted at once, placed by StarPU.
+fn fixed(
+    work: &mut dyn Workload,
+    data: &mut Data,
+    opts: &Options,
+    log: &Arc<Mutex<Vec<Done>>>,
+) -> Result<String, String> {
+    let total = work.units();
+    let block = opts.block.unwrap_or(total.div_ceil(32)).max(1);
+    work.register_shared(data)?;
+    let cl = work.codelet();
+    let mut offset = 0;
+    while offset < total {
+        let len = block.min(total - offset);
+        let faulty = offset == 0 && opts.fault.is_some();
+        if !(faulty && opts.fault == Some(Fault::Drop)) {
+            let handles = work.register_block(data, offset, len)?;
+            submit(cl, &handles, task_arg(work, log, offset, len, None), None)?;
+            if faulty {
+                submit(cl, &handles, task_arg(work, log, offset, len, None), None)?;
+            }
+        }
+        offset += len;
+    }
+    Ok(format!("fixed:{block}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    unsafe extern "C" {
+        fn plb_app_task_layout(what: u32) -> usize;
+    }
+
+    #[test]
+    fn task_arg_matches_the_c_struct() {
+        let rust = [
+            std::mem::offset_of!(TaskArg, compute_s),
+            std::mem::offset_of!(TaskArg, worker),
+            std::mem::offset_of!(TaskArg, offset),
+            std::mem::offset_of!(TaskArg, len),
+            std::mem::offset_of!(TaskArg, params),
+        ];
+        for (i, off) in rust.iter().enumerate() {
+            // SAFETY: a pure function of codelets/plb_app.c.
+            assert_eq!(unsafe { plb_app_task_layout(i as u32) }, *off, "field {i}");
+        }
+        // SAFETY: as above; index 5 is sizeof(struct plb_app_task).
+        let size = unsafe { plb_app_task_layout(5) };
+        assert!(size <= std::mem::offset_of!(TaskArg, run));
+    }
+}

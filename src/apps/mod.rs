@@ -1,0 +1,454 @@
+//! `plb app <name>`: StarPU applications that run under any policy (ours or
+//! StarPU's) and check their own result.
+//!
+//! # Adding an application
+//!
+//! 1. Its codelet in `codelets/<name>.c` (CPU, OpenCL; CUDA in
+//!    `codelets/<name>*.cu`, compiled only when nvcc exists), written with
+//!    `codelets/plb_app.h`: every implementation measures itself with
+//!    `plb_app_start` / `plb_app_finish` (which also applies `PLB_EMULATE`).
+//!    `build.rs` compiles every `codelets/*.c` and `*.cu`.
+//! 2. A module `src/apps/<name>.rs` with a type implementing [`Workload`]
+//!    (input from a seed, data registration per block, verification) and a
+//!    `build(n, seed)` function; `mm.rs` is the model.
+//! 3. One [`App`] line in [`APPS`].
+//!
+//! The framework ([`exec`]) does the rest: the StarPU session, the split of
+//! the `W` units (through the divisible-load API under one of our policies,
+//! equal fixed-size tasks under any other), timing, the summary line, the
+//! verification and the exit status (1 when the result is wrong).
+
+mod bench;
+mod exec;
+
+pub mod blackscholes;
+pub mod grn;
+mod grn_ref;
+pub mod kmeans;
+mod kmeans_ref;
+pub mod mm;
+
+use std::ffi::c_void;
+use std::process::ExitCode;
+
+use starpu_sys as sys;
+
+pub use exec::{Data, Handle};
+
+/// One application of `plb app`.
+pub struct App {
+    /// The subcommand (`plb app <name>`).
+    pub name: &'static str,
+    /// One line for `plb app list`.
+    pub about: &'static str,
+    /// `--n` when not given.
+    pub default_n: u64,
+    /// The size the tests use (a fraction of a second per run).
+    pub test_n: u64,
+    /// The size `plb app bench` uses.
+    pub bench_n: u64,
+    /// Makes the workload of size `n` from `seed` (deterministic).
+    pub build: fn(n: u64, seed: u64) -> Result<Box<dyn Workload>, String>,
+}
+
+/// Every application, in the order `plb app list` and the benchmark show
+/// them. **Register new applications here.**
+pub const APPS: &[App] = &[
+    App {
+        name: "mm",
+        about: "matrix multiplication C += A·B (n x n, single precision); unit: one column of B and C",
+        default_n: 2048,
+        test_n: 192,
+        bench_n: 2048,
+        build: mm::build,
+    },
+    App {
+        name: "blackscholes",
+        about: "Black-Scholes prices of n European call/put options; unit: one option",
+        default_n: 1 << 22,
+        test_n: 100_000,
+        bench_n: 1 << 24,
+        build: blackscholes::build,
+    },
+    App {
+        name: "grn",
+        about: "gene regulatory network inference, n genes, exhaustive search over predictor pairs; unit: one pair",
+        default_n: 400,
+        test_n: 60,
+        bench_n: 300,
+        build: grn::build,
+    },
+    App {
+        name: "grn3",
+        about: "gene regulatory network inference, n genes, exhaustive search over predictor triples; unit: one triple",
+        default_n: 100,
+        test_n: 30,
+        bench_n: 80,
+        build: grn::build3,
+    },
+    App {
+        name: "kmeans",
+        about: "k-means (Lloyd) on n points, d = 4, k = 8, at most 20 iterations; unit: one point per iteration",
+        default_n: 1 << 20,
+        test_n: 20_000,
+        bench_n: 1 << 21,
+        build: kmeans::build,
+    },
+];
+
+/// Looks an application up by name.
+pub fn find(name: &str) -> Option<&'static App> {
+    APPS.iter().find(|a| a.name == name)
+}
+
+/// An application's work: `units()` independent units, processed by one
+/// codelet on blocks `[offset, offset + len)`.
+///
+/// The framework calls, in order: [`prepare`](Workload::prepare) (after
+/// `starpu_init`), [`register_shared`](Workload::register_shared) once, then
+/// [`register_block`](Workload::register_block) for each block it submits
+/// (from the application thread, never from a callback), waits for every
+/// task, unregisters every handle (which brings the data back to main
+/// memory), calls [`release`](Workload::release), shuts StarPU down and
+/// finally [`verify`](Workload::verify).
+pub trait Workload {
+    /// Total units `W`.
+    fn units(&self) -> u64;
+    /// The codelet (a C global in `codelets/`). Its `cl_arg` is a
+    /// `struct plb_app_task`.
+    fn codelet(&self) -> *mut sys::starpu_codelet;
+    /// After `starpu_init`, before any registration (load OpenCL programs).
+    fn prepare(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    /// After the last task, before `starpu_shutdown`.
+    fn release(&mut self) {}
+    /// Registers the data every block uses (e.g. a replicated matrix).
+    fn register_shared(&mut self, _data: &mut Data) -> Result<(), String> {
+        Ok(())
+    }
+    /// Registers the block `[offset, offset + len)` and returns the task's
+    /// handles in the codelet's buffer order.
+    fn register_block(
+        &mut self,
+        data: &mut Data,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<Handle>, String>;
+    /// What the codelet finds in `plb_app_task.params` (valid as long as the
+    /// workload lives); NULL by default.
+    fn params(&self) -> *const c_void {
+        std::ptr::null()
+    }
+    /// The work in `units` units, in [`throughput_unit`](Workload::throughput_unit)'s
+    /// base unit (flop for `mm`, options for `blackscholes`).
+    fn work(&self, units: u64) -> f64;
+    /// Name and scale of the throughput: `work / seconds / scale` is printed
+    /// as `<value> <name>` (e.g. `("GFLOP/s", 1e9)`).
+    fn throughput_unit(&self) -> (&'static str, f64);
+    /// Multi-pass applications (k-means): called after each pass over the
+    /// `W` units, once its tasks ended and its handles were unregistered;
+    /// `Ok(true)` runs another pass (shared data and blocks registered
+    /// again, a new split). Default: one pass.
+    fn next_pass(&mut self) -> Result<bool, String> {
+        Ok(false)
+    }
+    /// Checks the result against an independent reference.
+    fn verify(&self) -> Verification;
+}
+
+/// Result of [`Workload::verify`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verification {
+    pub ok: bool,
+    /// What was checked and the largest error (one line).
+    pub detail: String,
+}
+
+/// `len` zeros, written now. `vec![0.0; len]` gets lazily mapped zero pages
+/// from the allocator, whose first-touch page faults would then land inside
+/// the first kernels' measured time.
+pub fn zeroed(len: usize) -> Vec<f32> {
+    // black_box: the compiler may not assume the contents are zero already
+    // and skip the fill.
+    let mut v = std::hint::black_box(vec![0.0f32; len]);
+    v.fill(0.0);
+    v
+}
+
+/// Deterministic pseudo-random numbers (SplitMix64) for the inputs.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// The generator of stream `stream` (one per input array) of `seed`.
+    pub fn new(seed: u64, stream: u64) -> Rng {
+        let mut r = Rng(seed ^ stream.wrapping_mul(0xA076_1D64_78BD_642F));
+        r.next_u64();
+        r
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[lo, hi)` (24 random bits).
+    pub fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
+        let u = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+        lo + (hi - lo) * u
+    }
+
+    /// Uniform in `[0, n)`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+/// A deliberate scheduling fault (hidden `--inject-fault`), to show that
+/// verification catches a lost or repeated block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The first block is never submitted (but reported done).
+    Drop,
+    /// The first block is submitted twice.
+    Repeat,
+}
+
+/// Options of one `plb app <name>` run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub n: u64,
+    pub seed: u64,
+    /// `STARPU_SCHED`: ours (divisible-load split) or StarPU's (fixed split).
+    pub sched: String,
+    /// Fixed split: units per task; greedy: its block size (`greedy:<B>`).
+    pub block: Option<u64>,
+    /// CPU workers (`starpu_conf.ncpus`); StarPU's default when unset.
+    pub ncpu: Option<i32>,
+    /// Adds one OpenCL worker on the CPU (PoCL): `STARPU_OPENCL_ON_CPUS=1`,
+    /// `nopencl = 1`, and 1 CPU worker unless `--ncpu` says otherwise.
+    pub opencl: bool,
+    pub fault: Option<Fault>,
+}
+
+const USAGE: &str = "\
+usage:
+  plb app <name> [--n N] [--seed S] [--sched NAME] [--block B] [--ncpu K] [--opencl]
+      run an application, verify its result, print one summary line
+      (exit status 1 when the result is wrong)
+        --sched NAME  ours (greedy, plb-hac, plb-hec, hdss, acosta: blocks from
+                      the divisible-load balancer of that name) or StarPU's
+                      (eager, lws, dmda...: equal tasks of --block units);
+                      default: $STARPU_SCHED, else greedy
+        --block B     units per task (StarPU's policies; default W/32), or
+                      greedy's block size
+        --ncpu K      CPU workers; --opencl adds one OpenCL worker on the CPU
+                      (PoCL) and defaults --ncpu to 1
+  plb app list        the applications
+  plb app bench [--quick] [--apps a,b] [--policies p,q]
+      single-worker throughput per codelet and 2-worker throughput per policy";
+
+/// `plb app ...`.
+pub fn main(args: &[String]) -> Result<ExitCode, String> {
+    match args.first().map(String::as_str) {
+        None | Some("help" | "--help" | "-h") => {
+            println!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("list") => {
+            for a in APPS {
+                println!("{:<14} {}", a.name, a.about);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("bench") => bench::main(&args[1..]),
+        Some(name) => {
+            let app = find(name).ok_or_else(|| {
+                let names: Vec<&str> = APPS.iter().map(|a| a.name).collect();
+                format!(
+                    "unknown application '{name}' (known: {})\n{USAGE}",
+                    names.join(", ")
+                )
+            })?;
+            let opts = parse_options(app, &args[1..])?;
+            let summary = exec::run(app, &opts)?;
+            println!("{}", summary.line());
+            Ok(if summary.verification.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+    }
+}
+
+fn parse_options(app: &App, args: &[String]) -> Result<Options, String> {
+    let mut opts = Options {
+        n: app.default_n,
+        seed: 1,
+        sched: std::env::var("STARPU_SCHED")
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| "greedy".to_string()),
+        block: None,
+        ncpu: None,
+        opencl: false,
+        fault: None,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let flag = args[i].as_str();
+        if flag == "--opencl" {
+            opts.opencl = true;
+            i += 1;
+            continue;
+        }
+        let value = args
+            .get(i + 1)
+            .ok_or_else(|| format!("{flag} needs a value"))?;
+        let bad = || format!("{flag}: '{value}' is not valid");
+        match flag {
+            "--n" => opts.n = value.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?,
+            "--seed" => opts.seed = value.parse().map_err(|_| bad())?,
+            "--sched" => opts.sched = value.clone(),
+            "--block" => opts.block = Some(value.parse().ok().filter(|b| *b > 0).ok_or_else(bad)?),
+            "--ncpu" => opts.ncpu = Some(value.parse().ok().filter(|c| *c >= 0).ok_or_else(bad)?),
+            "--inject-fault" => {
+                opts.fault = Some(match value.as_str() {
+                    "drop" => Fault::Drop,
+                    "repeat" => Fault::Repeat,
+                    _ => return Err(bad()),
+                })
+            }
+            _ => return Err(format!("unexpected argument '{flag}'\n{USAGE}")),
+        }
+        i += 2;
+    }
+    crate::launch::check_policy_name(&opts.sched)?;
+    Ok(opts)
+}
+
+/// What one run measured (printed as one line by [`Summary::line`]).
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub app: &'static str,
+    pub n: u64,
+    pub policy: String,
+    /// `divisible` (our policies) or `fixed:<B>` (StarPU's).
+    pub split: String,
+    /// One label per StarPU worker (`cpu0`, `opencl1`...).
+    pub workers: Vec<String>,
+    pub tasks: u64,
+    /// `W`, the units of one pass.
+    pub total_units: u64,
+    /// Passes over the `W` units (iterations of a multi-pass workload).
+    pub passes: u64,
+    /// Units processed per worker over all passes (same order as `workers`).
+    pub units: Vec<u64>,
+    /// From the first registration to the end of the last unregistration
+    /// (data back in main memory); StarPU start-up and input generation
+    /// excluded.
+    pub makespan_s: f64,
+    /// `work(W) / makespan / scale`.
+    pub throughput: f64,
+    /// Sum over workers of `work(units_w) / kernel_time_w / scale`.
+    pub kernel_throughput: f64,
+    pub unit: &'static str,
+    pub verification: Verification,
+}
+
+/// Prefix of the summary line.
+pub const TAG: &str = "plb-app:";
+
+impl Summary {
+    pub fn line(&self) -> String {
+        let units: Vec<String> = self.units.iter().map(u64::to_string).collect();
+        format!(
+            "{TAG} app={} n={} policy={} split={} workers={} tasks={} total_units={} passes={} units={} makespan_s={:.6} \
+             throughput={:.3} unit={} kernel_throughput={:.3} verify={} check=\"{}\"",
+            self.app,
+            self.n,
+            self.policy,
+            self.split,
+            self.workers.join(","),
+            self.tasks,
+            self.total_units,
+            self.passes,
+            units.join(","),
+            self.makespan_s,
+            self.throughput,
+            self.unit,
+            self.kernel_throughput,
+            if self.verification.ok { "ok" } else { "FAILED" },
+            self.verification.detail,
+        )
+    }
+}
+
+/// The value of `key=` in a summary line (up to the next space).
+pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let pat = format!(" {key}=");
+    let start = line.find(&pat)? + pat.len();
+    line[start..].split_whitespace().next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rng_is_deterministic_and_in_range() {
+        let a: Vec<f32> = {
+            let mut r = Rng::new(7, 1);
+            (0..100).map(|_| r.uniform(2.0, 3.0)).collect()
+        };
+        let mut r = Rng::new(7, 1);
+        for &x in &a {
+            assert_eq!(x, r.uniform(2.0, 3.0));
+            assert!((2.0..3.0).contains(&x));
+        }
+        let mut other = Rng::new(7, 2);
+        assert_ne!(a[0], other.uniform(2.0, 3.0));
+        assert!((0..1000).all(|_| r.below(10) < 10));
+    }
+
+    #[test]
+    fn app_names_are_unique() {
+        for (i, a) in APPS.iter().enumerate() {
+            assert!(APPS[..i].iter().all(|b| b.name != a.name), "{}", a.name);
+            assert!(!["list", "bench", "help"].contains(&a.name));
+        }
+    }
+
+    #[test]
+    fn summary_fields_parse_back() {
+        let s = Summary {
+            app: "mm",
+            n: 64,
+            policy: "eager".into(),
+            split: "fixed:2".into(),
+            workers: vec!["cpu0".into(), "cpu1".into()],
+            tasks: 32,
+            total_units: 64,
+            passes: 1,
+            units: vec![30, 34],
+            makespan_s: 0.5,
+            throughput: 1.25,
+            kernel_throughput: 2.0,
+            unit: "GFLOP/s",
+            verification: Verification {
+                ok: true,
+                detail: "all good".into(),
+            },
+        };
+        let line = s.line();
+        assert_eq!(field(&line, "app"), Some("mm"));
+        assert_eq!(field(&line, "throughput"), Some("1.250"));
+        assert_eq!(field(&line, "verify"), Some("ok"));
+        assert_eq!(field(&line, "units"), Some("30,34"));
+    }
+}
