@@ -86,6 +86,15 @@ plb_dl_run *plb_dl_create_on(uint64_t total_units, const char *balancer,
 			     const int *workerids, unsigned nworkers);
 
 /*
+ * A new run of total_units units on the same workers with the same balancer
+ * as previous (e.g. the next pass of an iterative application), continuing
+ * from what previous learned: PLB-HAC keeps its performance models and
+ * skips its training; the other balancers start afresh. Call it once
+ * previous is finished; previous must still be destroyed. NULL on error.
+ */
+plb_dl_run *plb_dl_create_next(const plb_dl_run *previous, uint64_t total_units);
+
+/*
  * Next block: blocks while no block can be handed out and blocks are in
  * flight. Returns PLB_DL_BLOCK with *workerid (StarPU worker to pin the
  * task to), *block_id (for plb_dl_done), *offset and *len (> 0) set;

@@ -392,6 +392,8 @@ pub struct DivisibleRun {
     total: u64,
     workers: Vec<i32>,
     name: &'static str,
+    /// The resolved specification (for [`DivisibleRun::continue_with`]).
+    spec: BalancerSpec,
     start: Instant,
     state: Mutex<State>,
     changed: Condvar,
@@ -426,7 +428,6 @@ impl DivisibleRun {
             }
         }
         let n = workers.len();
-        let name = spec.name();
         let mut spec = spec;
         if let BalancerSpec::PlbHac(c) = &mut spec
             && c.min_block_per_pu.is_empty()
@@ -441,12 +442,24 @@ impl DivisibleRun {
                     .collect();
             }
         }
-        let algo = spec.build(n, total)?;
+        let algo = spec.clone().build(n, total)?;
+        DivisibleRun::with_algo(total, workers, spec, algo)
+    }
+
+    fn with_algo(
+        total: u64,
+        workers: &[i32],
+        spec: BalancerSpec,
+        algo: Algo,
+    ) -> Result<DivisibleRun, DivisibleError> {
+        let n = workers.len();
+        let name = spec.name();
         let trace = crate::trace::open_from_env().map_err(DivisibleError::Config)?;
         Ok(DivisibleRun {
             total,
             workers: workers.to_vec(),
             name,
+            spec,
             start: Instant::now(),
             state: Mutex::new(State {
                 algo,
@@ -465,6 +478,24 @@ impl DivisibleRun {
             changed: Condvar::new(),
             trace,
         })
+    }
+
+    /// A new run of `total` units on the same workers with the same
+    /// balancer, continuing from what this one learned (the next pass of an
+    /// iterative application such as k-means): PLB-HAC keeps its sample
+    /// stores and, once every worker has a model, skips the training
+    /// ([`PlbHac::resume`]); the other balancers start afresh (their
+    /// algorithms define no carry-over). Call it once this run is finished
+    /// (its timings are then all included).
+    pub fn continue_with(&self, total: u64) -> Result<DivisibleRun, DivisibleError> {
+        let algo = match (&self.lock()?.algo, &self.spec) {
+            (Algo::PlbHac(prev), BalancerSpec::PlbHac(cfg)) => Algo::PlbHac(
+                PlbHac::resume(prev, total, cfg.clone())
+                    .map_err(|e| DivisibleError::Config(e.to_string()))?,
+            ),
+            _ => self.spec.clone().build(self.workers.len(), total)?,
+        };
+        DivisibleRun::with_algo(total, &self.workers, self.spec.clone(), algo)
     }
 
     /// A run on every StarPU worker (`0..starpu_worker_get_count()`);
@@ -833,6 +864,28 @@ mod tests {
                 assert_eq!(run.next_block(), Ok(None));
             }
         }
+    }
+
+    #[test]
+    fn continued_plb_hac_run_skips_training_and_covers() {
+        let spec = BalancerSpec::PlbHac(PlbHacConfig::default());
+        let run = DivisibleRun::new(50_000, &[0, 1], spec).unwrap();
+        drain(&run);
+        let stats = |r: &DivisibleRun| match r.stats().unwrap().balancer_stats {
+            BalancerStats::PlbHac(h) => h,
+            other => panic!("{other:?}"),
+        };
+        assert!(stats(&run).training_blocks > 0);
+        let next = run.continue_with(20_000).unwrap();
+        let mut blocks = drain(&next);
+        assert_eq!(stats(&next).training_blocks, 0);
+        blocks.sort_by_key(|b| b.offset);
+        assert_eq!(blocks.iter().map(|b| b.len).sum::<u64>(), 20_000);
+        assert!(blocks.windows(2).all(|w| w[0].end() == w[1].offset));
+        // Greedy has nothing to carry over but continues all the same.
+        let g = DivisibleRun::new(100, &[3], BalancerSpec::Greedy { block: Some(7) }).unwrap();
+        drain(&g);
+        assert_eq!(drain(&g.continue_with(30).unwrap()).len(), 5);
     }
 
     #[test]

@@ -284,9 +284,11 @@ pub fn run(app: &App, opts: &Options) -> Result<Summary, String> {
     let mut data = Data::default();
     let start = Instant::now();
     let mut passes = 0u64;
+    // The previous pass's run: the next pass continues from its models.
+    let mut previous: Option<Arc<DivisibleRun>> = None;
     let (result, rc) = loop {
         let result = if ours {
-            divisible(work.as_mut(), &mut data, opts, &log)
+            divisible(work.as_mut(), &mut data, opts, &log, &mut previous)
         } else {
             fixed(work.as_mut(), &mut data, opts, &log)
         };
@@ -371,12 +373,15 @@ fn task_arg(
 }
 
 /// Our policy: blocks from the divisible-load balancer of the same name,
-/// each pinned to the worker it chose. Returns the split label.
+/// each pinned to the worker it chose. A later pass continues from
+/// `previous` (PLB-HAC keeps its models and skips its training); the run
+/// is left in `previous` for the next pass. Returns the split label.
 fn divisible(
     work: &mut dyn Workload,
     data: &mut Data,
     opts: &Options,
     log: &Arc<Mutex<Vec<Done>>>,
+    previous: &mut Option<Arc<DivisibleRun>>,
 ) -> Result<String, String> {
     let name = match (opts.sched.as_str(), opts.block) {
         ("greedy", Some(b)) => format!("greedy:{b}"),
@@ -385,8 +390,12 @@ fn divisible(
     let spec = BalancerSpec::parse(&name).map_err(|e| e.to_string())?;
     work.register_shared(data)?;
     let cl = work.codelet();
-    let run =
-        Arc::new(DivisibleRun::on_all_workers(work.units(), spec).map_err(|e| e.to_string())?);
+    let run = match previous.take() {
+        Some(prev) => prev.continue_with(work.units()),
+        None => DivisibleRun::on_all_workers(work.units(), spec),
+    };
+    let run = Arc::new(run.map_err(|e| e.to_string())?);
+    *previous = Some(Arc::clone(&run));
     while let Some(b) = run.next_block().map_err(|e| e.to_string())? {
         let faulty = b.id == 0 && opts.fault.is_some();
         if faulty && opts.fault == Some(Fault::Drop) {

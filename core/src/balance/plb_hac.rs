@@ -429,6 +429,36 @@ impl PlbHac {
         })
     }
 
+    /// PLB-HAC over `total` new units that continues from `previous`'s
+    /// learned state (same PUs, e.g. the next iteration of an iterative
+    /// application): its sample stores are kept and, when every PU's store
+    /// yields a model, the training is skipped and the first request opens
+    /// virtual step 1 at once (without the ramp-up limit). Otherwise this is
+    /// [`PlbHac::new`] with the stores kept.
+    pub fn resume(
+        previous: &PlbHac,
+        total: u64,
+        cfg: PlbHacConfig,
+    ) -> Result<PlbHac, PlbHacConfigError> {
+        let mut b = PlbHac::new(previous.n, total, cfg)?;
+        b.stores = previous.stores.clone();
+        let fit_cfg = b.cfg.fit.clone();
+        let models: Vec<Option<PuModel>> = b
+            .stores
+            .iter_mut()
+            .map(|s| s.fit(&fit_cfg).ok().map(|f| f.model))
+            .collect();
+        if models.iter().all(Option::is_some) {
+            b.models = models;
+            b.train = vec![Train::Ready; b.n];
+            b.wait_set = Some(vec![false; b.n]);
+            b.released = true;
+            b.training_round2_total = total;
+            b.stats.refits = b.n as u64;
+        }
+        Ok(b)
+    }
+
     /// The configuration.
     pub fn config(&self) -> &PlbHacConfig {
         &self.cfg

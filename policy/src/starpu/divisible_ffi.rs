@@ -185,6 +185,34 @@ pub unsafe extern "C" fn plb_dl_create(total_units: u64, balancer: *const c_char
     })
 }
 
+/// A new run of `total_units` units on the same workers with the same
+/// balancer as `previous`, continuing from what it learned (PLB-HAC skips
+/// its training; see `DivisibleRun::continue_with`). `previous` stays
+/// valid and must still be destroyed. NULL on error (plb_dl_last_error).
+///
+/// # Safety
+/// `previous` is NULL or a live handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn plb_dl_create_next(
+    previous: *const PlbDlRun,
+    total_units: u64,
+) -> *mut PlbDlRun {
+    ffi_guard("plb_dl_create_next", std::ptr::null_mut(), || {
+        // SAFETY: NULL or live (caller's contract).
+        let Some(prev) = (unsafe { previous.as_ref() }) else {
+            set_error("plb_dl_create_next: previous is NULL");
+            return std::ptr::null_mut();
+        };
+        match prev.0.continue_with(total_units) {
+            Ok(run) => Box::into_raw(Box::new(PlbDlRun(run))),
+            Err(e) => {
+                fail(e);
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
 /// As [`plb_dl_create`] on the `nworkers` StarPU worker ids `workerids`
 /// (PU `p` of the balancer is `workerids[p]`).
 ///

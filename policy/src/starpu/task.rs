@@ -86,6 +86,21 @@ impl Task {
         (ok != 0).then_some(nimpl)
     }
 
+    /// Seconds StarPU predicts for moving the task's data to `worker`'s
+    /// memory node, from its bus calibration (`starpu_task_expected_data_
+    /// transfer_time`; 0 when the data is already there). `None` while the
+    /// bus is not calibrated or the prediction is unusable. A *prediction*:
+    /// StarPU does not report the time its transfers took per task.
+    pub fn expected_transfer_s(&self, worker: WorkerId) -> Option<f64> {
+        // SAFETY: the token owns a live task; both calls only read StarPU's
+        // data and bus state and never call back into the policy.
+        let us = unsafe {
+            let node = sys::starpu_worker_get_memory_node(worker.0);
+            sys::starpu_task_expected_data_transfer_time(node, self.raw.as_ptr())
+        };
+        (us.is_finite() && us >= 0.0).then_some(us / 1e6)
+    }
+
     /// Selects the implementation the worker will run.
     pub fn set_implementation(&mut self, nimpl: u32) {
         // SAFETY: the token owns a live task not yet handed to a worker.
