@@ -562,6 +562,23 @@ impl DivisibleRun {
             if let Some(b) = self.ask_idle(st)? {
                 return Ok(Next::Block(b));
             }
+            // A `Wait` can itself change the balancer's state (PLB-HAC: the
+            // asker opens a step in which its own share is 0), so with
+            // nothing in flight the waiting PUs are asked again, twice,
+            // before the run is declared stalled.
+            for _ in 0..2 {
+                if !st.in_flight.is_empty() || !st.pus.contains(&PuState::Waiting) {
+                    break;
+                }
+                for s in st.pus.iter_mut() {
+                    if *s == PuState::Waiting {
+                        *s = PuState::Asking;
+                    }
+                }
+                if let Some(b) = self.ask_idle(st)? {
+                    return Ok(Next::Block(b));
+                }
+            }
             if st.in_flight.is_empty() {
                 if st.pus.iter().all(|&s| s == PuState::Done) {
                     let left = self.total - st.units_done;

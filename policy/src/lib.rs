@@ -18,6 +18,7 @@ pub mod config;
 pub mod diagnostics;
 pub mod divisible;
 pub mod emulation;
+pub mod epoch;
 pub mod fifo;
 pub mod greedy;
 pub mod idle;

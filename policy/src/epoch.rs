@@ -1,0 +1,975 @@
+//! Task-mode epochs: a batch of ready tasks of one codelet, of (near-)equal
+//! size, balanced as a divisible load whose unit is one task by the
+//! flavour's `plb-core` balancer (PLB-HAC, PLB-HeC, HDSS or Acosta, with the
+//! `PLB_*` parameters). Used by [`crate::model_policy`]; the rule is
+//! documented in `docs/balancers.md`, "Task mode".
+//!
+//! Plain Rust, no StarPU and no clock: the time (`now`, seconds on any
+//! monotonic clock) is an argument and the task type `T` is generic, so
+//! everything here is unit-tested with fake tasks and fake workers.
+//!
+//! # Life of an epoch
+//!
+//! * The `W` tasks are units `0..W` of the balancer, in arrival order; the
+//!   PUs are the workers able to run the codelet.
+//! * A worker asks ([`Epoch::ask`]): while its *group* (the tasks of the
+//!   block it was last given) is not empty it gets the group's next task;
+//!   once the group is empty and every task of it was reported done, the
+//!   balancer is asked: `Run(block)` moves tasks `[offset, offset + len)`
+//!   into the worker's group, `Wait` and `Done` give nothing (the worker
+//!   then runs other work).
+//! * Each executed task is reported with its measured seconds
+//!   ([`Epoch::task_done`], identified by the [`Ticket`] handed out with
+//!   it). When the whole group is done, one [`Completion`] (compute time =
+//!   the sum of the group's task times) goes to the balancer, and every PU
+//!   that was told to `Wait` may ask again. A `Wait` while no block runs
+//!   also lets the waiting PUs ask again (a `Wait` may change the
+//!   balancer's state: PLB-HAC opens a step in which the asker's share is
+//!   0), until each has answered `Wait` twice since the last block or
+//!   completion.
+//! * Tasks are never lost: [`Epoch::dissolve`] returns every task not yet
+//!   handed to a worker (not yet given out by the balancer, or still queued
+//!   in a group). The policy dissolves an epoch when it *stalls*
+//!   ([`Epoch::is_stalled`]: tasks remain, every PU waits or is done, none
+//!   runs a block, so no completion can ever wake the balancer again), when
+//!   the balancer misbehaves (an invalid block), when one of its workers
+//!   leaves the context, and at deinit.
+//!
+//! # Lost completions
+//!
+//! StarPU skips the post-execution hook of its internal tasks, so a task's
+//! report may never come. A CPU worker runs one task at a time and finishes
+//! it (hook included) before asking for the next, so a CPU worker asking
+//! with an empty group and unreported tasks has lost those reports: the
+//! group is completed at once, the missing tasks counted at the group's mean
+//! measured time (or the time since the block was handed out when none was
+//! measured). Accelerator workers may ask while earlier tasks still run
+//! (pipelining): their group is completed that way only after they have
+//! asked with an empty group for [`LOST_GRACE_MIN_S`] seconds and
+//! [`LOST_GRACE_FACTOR`] times the longest task measured in the epoch.
+//! Reports arriving after a group was completed are ignored.
+
+use std::collections::VecDeque;
+
+use plb_core::balance::{
+    Acosta, Balancer, Block, Completion, Decision, Greedy, Hdss, PlbHac, PlbHec,
+    default_initial_block,
+};
+
+use crate::config::{Tuning, WorkerKind};
+
+/// Smallest batch of tasks that forms an epoch, whatever the number of
+/// workers (see [`epoch_min`]).
+pub const EPOCH_MIN_TASKS: usize = 8;
+
+/// Tasks per capable worker a batch needs to form an epoch (see
+/// [`epoch_min`]).
+pub const EPOCH_MIN_PER_WORKER: usize = 4;
+
+/// Seconds an accelerator worker must have asked with an empty group and
+/// unreported tasks before the group is completed without those reports
+/// (see the module documentation), at least.
+pub const LOST_GRACE_MIN_S: f64 = 1.0;
+
+/// ... and this many times the longest task measured in the epoch.
+pub const LOST_GRACE_FACTOR: f64 = 10.0;
+
+/// Tasks a batch needs to form an epoch over `capable` workers:
+/// `max(EPOCH_MIN_TASKS, EPOCH_MIN_PER_WORKER × capable)` (8 for up to two
+/// workers, 4 per worker beyond).
+pub fn epoch_min(capable: usize) -> usize {
+    EPOCH_MIN_TASKS.max(EPOCH_MIN_PER_WORKER.saturating_mul(capable))
+}
+
+/// Builds the `plb-core` balancer named `name` (`plb-hac`, `plb-hec`,
+/// `hdss`, `acosta`, or `greedy`) over `kinds.len()` PUs and `total` units
+/// with the parameters of `tuning` (`kinds` gives each PU's worker kind, for
+/// PLB-HAC's per-kind minimum blocks).
+pub fn build_balancer(
+    name: &str,
+    tuning: &Tuning,
+    kinds: &[WorkerKind],
+    total: u64,
+) -> Result<Box<dyn Balancer + Send>, String> {
+    let n = kinds.len();
+    let err = |e: &dyn std::fmt::Display| format!("{name}: {e}");
+    Ok(match name {
+        "plb-hac" => Box::new(PlbHac::new(n, total, tuning.plb_hac(kinds)).map_err(|e| err(&e))?),
+        "plb-hec" => Box::new(PlbHec::new(n, total, tuning.plb_hec()).map_err(|e| err(&e))?),
+        "hdss" => Box::new(Hdss::new(n, total, tuning.hdss()).map_err(|e| err(&e))?),
+        "acosta" => Box::new(Acosta::new(n, total, tuning.acosta()).map_err(|e| err(&e))?),
+        "greedy" => Box::new(Greedy::new(
+            total,
+            tuning
+                .initial_block
+                .unwrap_or_else(|| default_initial_block(total, n.max(1))),
+        )),
+        _ => return Err(format!("no balancer is named {name:?}")),
+    })
+}
+
+/// One PU of an epoch: a worker able to run the batch's codelet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpochPu {
+    /// The worker's index (StarPU worker id).
+    pub worker: usize,
+    /// Its kind: CPU workers run one task at a time (see "Lost
+    /// completions" in the module documentation).
+    pub kind: WorkerKind,
+}
+
+/// Identifies a task handed out by an epoch, for [`Epoch::task_done`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket {
+    /// The epoch's id.
+    pub epoch: u64,
+    pu: usize,
+    block: u64,
+}
+
+/// Counters of one epoch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EpochStats {
+    /// Blocks the balancer handed out.
+    pub blocks: u64,
+    /// Tasks handed to workers.
+    pub handed: u64,
+    /// Completions reported to the balancer.
+    pub completions: u64,
+    /// Completions made without every task's report (lost reports).
+    pub forced: u64,
+    /// Tasks returned by [`Epoch::dissolve`].
+    pub dissolved: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PuState {
+    /// May ask the balancer.
+    Asking,
+    /// Runs a block: tasks in its group or not yet reported.
+    Busy,
+    /// Told to wait: asks again after the next completion.
+    Waiting,
+    /// Told that no work will come.
+    Done,
+}
+
+#[derive(Debug)]
+struct Pu<T> {
+    worker: usize,
+    /// May ask for a task while earlier ones still run (not a CPU).
+    pipelined: bool,
+    state: PuState,
+    /// Tasks of the current block not yet handed to the worker.
+    group: VecDeque<T>,
+    block: Option<Block>,
+    /// Serial of the current block (tickets of older ones are stale).
+    block_seq: u64,
+    handed_at: f64,
+    /// Tasks of the block handed to the worker and not yet reported.
+    outstanding: usize,
+    reported: usize,
+    compute_s: f64,
+    /// First time the worker asked with an empty group and unreported
+    /// tasks (pipelined workers).
+    stuck_since: Option<f64>,
+    /// `Wait` answers since the last block handed out or completed.
+    waits: u32,
+}
+
+/// A batch of tasks balanced by a `plb-core` balancer (see the module
+/// documentation).
+pub struct Epoch<T> {
+    id: u64,
+    name: &'static str,
+    balancer: Box<dyn Balancer + Send>,
+    start: f64,
+    total: u64,
+    /// Units handed out by the balancer so far (= the next block's offset).
+    cursor: u64,
+    /// Tasks `cursor..total`, not yet given out by the balancer.
+    pending: VecDeque<T>,
+    pus: Vec<Pu<T>>,
+    longest_task_s: f64,
+    dissolved: bool,
+    fault: Option<String>,
+    stats: EpochStats,
+}
+
+impl<T> std::fmt::Debug for Epoch<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Epoch")
+            .field("id", &self.id)
+            .field("balancer", &self.name)
+            .field("total", &self.total)
+            .field("pending", &self.pending.len())
+            .field(
+                "pus",
+                &self
+                    .pus
+                    .iter()
+                    .map(|p| (p.worker, p.state, p.group.len(), p.outstanding))
+                    .collect::<Vec<_>>(),
+            )
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Epoch<T> {
+    /// An epoch `id` of `tasks` over `pus`, balanced by the balancer named
+    /// `name` ([`build_balancer`]), started at `now`. On error (no PU, no
+    /// task, a balancer refusing its configuration) the tasks come back
+    /// with the reason.
+    pub fn new(
+        id: u64,
+        name: &'static str,
+        tuning: &Tuning,
+        pus: &[EpochPu],
+        tasks: Vec<T>,
+        now: f64,
+    ) -> Result<Epoch<T>, (Vec<T>, String)> {
+        if pus.is_empty() {
+            return Err((tasks, "an epoch needs at least one worker".into()));
+        }
+        if tasks.is_empty() {
+            return Err((tasks, "an epoch needs at least one task".into()));
+        }
+        let kinds: Vec<WorkerKind> = pus.iter().map(|p| p.kind).collect();
+        match build_balancer(name, tuning, &kinds, tasks.len() as u64) {
+            Ok(b) => Epoch::with_balancer(id, name, b, pus, tasks, now),
+            Err(e) => Err((tasks, e)),
+        }
+    }
+
+    /// [`Epoch::new`] with a balancer built by the caller, which must be
+    /// over `pus.len()` PUs and `tasks.len()` units.
+    pub fn with_balancer(
+        id: u64,
+        name: &'static str,
+        balancer: Box<dyn Balancer + Send>,
+        pus: &[EpochPu],
+        tasks: Vec<T>,
+        now: f64,
+    ) -> Result<Epoch<T>, (Vec<T>, String)> {
+        if pus.is_empty() {
+            return Err((tasks, "an epoch needs at least one worker".into()));
+        }
+        if tasks.is_empty() || balancer.remaining() != tasks.len() as u64 {
+            let why = format!(
+                "an epoch needs at least one task, and a balancer over as many units \
+                 ({} tasks, {} units)",
+                tasks.len(),
+                balancer.remaining()
+            );
+            return Err((tasks, why));
+        }
+        let total = tasks.len() as u64;
+        Ok(Epoch {
+            id,
+            name,
+            balancer,
+            start: now,
+            total,
+            cursor: 0,
+            pending: tasks.into(),
+            pus: pus
+                .iter()
+                .map(|p| Pu {
+                    worker: p.worker,
+                    pipelined: p.kind != WorkerKind::Cpu,
+                    state: PuState::Asking,
+                    group: VecDeque::new(),
+                    block: None,
+                    block_seq: 0,
+                    handed_at: now,
+                    outstanding: 0,
+                    reported: 0,
+                    compute_s: 0.0,
+                    stuck_since: None,
+                    waits: 0,
+                })
+                .collect(),
+            longest_task_s: 0.0,
+            dissolved: false,
+            fault: None,
+            stats: EpochStats::default(),
+        })
+    }
+
+    /// The epoch's id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The balancer's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Tasks in the epoch (`W`).
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> EpochStats {
+        self.stats
+    }
+
+    /// The balancer's error, if it handed out an invalid block.
+    pub fn fault(&self) -> Option<&str> {
+        self.fault.as_deref()
+    }
+
+    /// Whether `worker` is a PU of the epoch.
+    pub fn has_worker(&self, worker: usize) -> bool {
+        self.pu_of(worker).is_some()
+    }
+
+    /// The PUs' workers.
+    pub fn workers(&self) -> impl Iterator<Item = usize> + '_ {
+        self.pus.iter().map(|p| p.worker)
+    }
+
+    /// Tasks the balancer has not given out yet.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Tasks the epoch holds: not given out yet, or queued in a group.
+    pub fn held(&self) -> usize {
+        self.pending.len() + self.pus.iter().map(|p| p.group.len()).sum::<usize>()
+    }
+
+    /// Raises the longest task time known (seconds) used by the grace of
+    /// lost completions, e.g. with what earlier epochs measured.
+    pub fn note_task_seconds(&mut self, seconds: f64) {
+        if seconds.is_finite() && seconds > self.longest_task_s {
+            self.longest_task_s = seconds;
+        }
+    }
+
+    /// Whether the epoch still hands tasks out: not dissolved, and the
+    /// balancer has tasks left to give.
+    pub fn is_open(&self) -> bool {
+        !self.dissolved && !self.pending.is_empty()
+    }
+
+    /// Whether `worker` may still get a task from this epoch without a new
+    /// task being pushed: it is a PU that was not told `Done`, and tasks
+    /// remain (pending, or in its group).
+    pub fn may_give(&self, worker: usize) -> bool {
+        if self.dissolved {
+            return false;
+        }
+        self.pu_of(worker).is_some_and(|p| {
+            let pu = &self.pus[p];
+            !pu.group.is_empty() || (pu.state != PuState::Done && !self.pending.is_empty())
+        })
+    }
+
+    /// Whether nothing is left to hand out: dissolved, or every task has
+    /// been handed to a worker (reports still to come are then ignored).
+    pub fn is_finished(&self) -> bool {
+        self.dissolved || (self.pending.is_empty() && self.pus.iter().all(|p| p.group.is_empty()))
+    }
+
+    /// Whether the epoch can never progress: it has tasks to give out, but
+    /// every PU waits or is done and none runs a block (no completion will
+    /// come to wake the balancer; waiting PUs are asked again until each
+    /// answered `Wait` twice since the last block or completion), or the
+    /// balancer faulted.
+    pub fn is_stalled(&self) -> bool {
+        if self.dissolved {
+            return false;
+        }
+        self.fault.is_some()
+            || (!self.pending.is_empty()
+                && self
+                    .pus
+                    .iter()
+                    .all(|p| matches!(p.state, PuState::Waiting | PuState::Done)))
+    }
+
+    fn pu_of(&self, worker: usize) -> Option<usize> {
+        self.pus.iter().position(|p| p.worker == worker)
+    }
+
+    fn since_start(&self, now: f64) -> f64 {
+        (now - self.start).max(0.0)
+    }
+
+    /// The next task of `worker`'s group, if any (never asks the balancer).
+    pub fn take_queued(&mut self, worker: usize) -> Option<(T, Ticket)> {
+        if self.dissolved {
+            return None;
+        }
+        let p = self.pu_of(worker)?;
+        let pu = &mut self.pus[p];
+        let task = pu.group.pop_front()?;
+        pu.outstanding += 1;
+        pu.stuck_since = None;
+        self.stats.handed += 1;
+        Some((
+            task,
+            Ticket {
+                epoch: self.id,
+                pu: p,
+                block: pu.block_seq,
+            },
+        ))
+    }
+
+    /// `worker` asks for a task at `now`: the next task of its group, else,
+    /// once its block is complete, the first task of a new block from the
+    /// balancer. `None`: nothing for it now (its block still runs, the
+    /// balancer said `Wait` or `Done`, or `worker` is no PU).
+    pub fn ask(&mut self, worker: usize, now: f64) -> Option<(T, Ticket)> {
+        if let Some(t) = self.take_queued(worker) {
+            return Some(t);
+        }
+        if self.dissolved || self.fault.is_some() {
+            return None;
+        }
+        let p = self.pu_of(worker)?;
+        if self.pus[p].state == PuState::Busy {
+            self.check_lost(p, now);
+        }
+        if self.pus[p].state != PuState::Asking {
+            return None;
+        }
+        let decision = self.balancer.next(p, self.since_start(now));
+        log::trace!(
+            "epoch {} ({}): PU {p} at {:.6} s: {decision:?}",
+            self.id,
+            self.name,
+            self.since_start(now)
+        );
+        match decision {
+            Decision::Run(b) => {
+                let valid = b.pu == p
+                    && b.len > 0
+                    && b.offset == self.cursor
+                    && b.end() <= self.total
+                    && b.len as usize <= self.pending.len();
+                if !valid {
+                    self.fault = Some(format!(
+                        "{}: PU {p} was given {b:?}; expected a non-empty block of PU {p} \
+                         starting at unit {} within {}",
+                        self.name, self.cursor, self.total
+                    ));
+                    return None;
+                }
+                self.cursor = b.end();
+                self.stats.blocks += 1;
+                self.pus.iter_mut().for_each(|q| q.waits = 0);
+                let pu = &mut self.pus[p];
+                pu.group.extend(self.pending.drain(..b.len as usize));
+                pu.state = PuState::Busy;
+                pu.block = Some(b);
+                pu.block_seq += 1;
+                pu.handed_at = now;
+                pu.outstanding = 0;
+                pu.reported = 0;
+                pu.compute_s = 0.0;
+                pu.stuck_since = None;
+                self.take_queued(worker)
+            }
+            Decision::Wait => {
+                self.pus[p].state = PuState::Waiting;
+                self.pus[p].waits += 1;
+                // With no block running, no completion will wake the
+                // waiting PUs; but a `Wait` may have changed the balancer's
+                // state (PLB-HAC opens a step in which the asker's share
+                // is 0), so they ask again, until every PU not done has
+                // answered `Wait` twice since the last block or completion.
+                let running = self.pus.iter().any(|q| q.state == PuState::Busy);
+                let exhausted = self
+                    .pus
+                    .iter()
+                    .all(|q| q.state == PuState::Done || q.waits >= 2);
+                if !running && !exhausted {
+                    for q in &mut self.pus {
+                        if q.state == PuState::Waiting {
+                            q.state = PuState::Asking;
+                        }
+                    }
+                }
+                None
+            }
+            Decision::Done => {
+                self.pus[p].state = PuState::Done;
+                None
+            }
+        }
+    }
+
+    /// A busy PU asked with an empty group: completes its block if the
+    /// missing reports are lost (see the module documentation).
+    fn check_lost(&mut self, p: usize, now: f64) {
+        let grace = LOST_GRACE_MIN_S.max(LOST_GRACE_FACTOR * self.longest_task_s);
+        let pu = &mut self.pus[p];
+        if !pu.group.is_empty() || pu.outstanding == 0 {
+            return;
+        }
+        if pu.pipelined {
+            let since = *pu.stuck_since.get_or_insert(now);
+            if now - since < grace {
+                return;
+            }
+        }
+        let missing = pu.outstanding as f64;
+        pu.compute_s += if pu.reported > 0 {
+            pu.compute_s / pu.reported as f64 * missing
+        } else {
+            (now - pu.handed_at).max(0.0)
+        };
+        pu.outstanding = 0;
+        self.stats.forced += 1;
+        self.complete(p, now);
+    }
+
+    /// Reports that the task of `ticket` ran for `seconds` (finished at
+    /// `now`). Returns whether a block was completed (the balancer was
+    /// told; waiting PUs may ask again). Stale or foreign tickets change
+    /// nothing.
+    pub fn task_done(&mut self, ticket: Ticket, seconds: f64, now: f64) -> bool {
+        if self.dissolved || ticket.epoch != self.id {
+            return false;
+        }
+        let seconds = if seconds.is_finite() && seconds >= 0.0 {
+            seconds
+        } else {
+            0.0
+        };
+        self.note_task_seconds(seconds);
+        let Some(pu) = self.pus.get_mut(ticket.pu) else {
+            return false;
+        };
+        if pu.state != PuState::Busy || pu.block_seq != ticket.block || pu.outstanding == 0 {
+            return false;
+        }
+        pu.outstanding -= 1;
+        pu.reported += 1;
+        pu.compute_s += seconds;
+        if pu.outstanding == 0 && pu.group.is_empty() {
+            self.complete(ticket.pu, now);
+            return true;
+        }
+        false
+    }
+
+    /// Reports PU `p`'s block to the balancer; every waiting PU may ask
+    /// again.
+    fn complete(&mut self, p: usize, now: f64) {
+        let finished_at = self.since_start(now);
+        log::trace!(
+            "epoch {} PU {p} completes at {finished_at:.6} ({:.6} s)",
+            self.id,
+            self.pus[p].compute_s
+        );
+        self.pus.iter_mut().for_each(|q| q.waits = 0);
+        let pu = &mut self.pus[p];
+        pu.state = PuState::Asking;
+        pu.stuck_since = None;
+        if let Some(block) = pu.block.take() {
+            self.balancer.completed(Completion {
+                block,
+                compute_s: pu.compute_s,
+                transfer_s: 0.0,
+                finished_at,
+            });
+            self.stats.completions += 1;
+        }
+        for q in &mut self.pus {
+            if q.state == PuState::Waiting {
+                q.state = PuState::Asking;
+            }
+        }
+    }
+
+    /// Ends the epoch: returns every task not yet handed to a worker (not
+    /// given out by the balancer, or still queued in a group), in unit
+    /// order of the pending ones after the groups. Later calls return
+    /// nothing; reports of tasks already handed out are ignored.
+    pub fn dissolve(&mut self) -> Vec<T> {
+        if self.dissolved {
+            return Vec::new();
+        }
+        self.dissolved = true;
+        let mut out: Vec<T> = Vec::with_capacity(self.held());
+        for pu in &mut self.pus {
+            out.extend(pu.group.drain(..));
+            pu.state = PuState::Done;
+            pu.block = None;
+        }
+        out.extend(self.pending.drain(..));
+        self.stats.dissolved += out.len() as u64;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NAMES: [&str; 4] = ["plb-hac", "plb-hec", "hdss", "acosta"];
+
+    fn cpus(n: usize) -> Vec<EpochPu> {
+        (0..n)
+            .map(|w| EpochPu {
+                worker: w,
+                kind: WorkerKind::Cpu,
+            })
+            .collect()
+    }
+
+    fn epoch(name: &'static str, workers: usize, w: usize) -> Epoch<usize> {
+        Epoch::new(
+            7,
+            name,
+            &Tuning::default(),
+            &cpus(workers),
+            (0..w).collect(),
+            0.0,
+        )
+        .expect("valid epoch")
+    }
+
+    /// Virtual-time driver: each worker runs its tasks one at a time, a
+    /// task taking `secs[worker]`; a worker with nothing asks again at the
+    /// next event. Returns the tasks each worker ran and the tasks left
+    /// (dissolved after a stall).
+    fn run(ep: &mut Epoch<usize>, secs: &[f64]) -> (Vec<Vec<usize>>, Vec<usize>) {
+        let n = secs.len();
+        let mut ran = vec![Vec::new(); n];
+        // (finish time, task, ticket) of the task each worker runs.
+        let mut running: Vec<Option<(f64, usize, Ticket)>> = vec![None; n];
+        let mut now = 0.0;
+        let mut left = Vec::new();
+        for _ in 0..1_000_000 {
+            for w in 0..n {
+                if running[w].is_none() {
+                    if let Some((t, ticket)) = ep.ask(w, now) {
+                        running[w] = Some((now + secs[w], t, ticket));
+                    }
+                }
+            }
+            let next = (0..n)
+                .filter_map(|w| running[w].map(|(end, _, _)| (end, w)))
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            let Some((end, w)) = next else {
+                if ep.is_stalled() {
+                    left = ep.dissolve();
+                    break;
+                }
+                if ep.is_finished() {
+                    break;
+                }
+                // Waiting PUs were told to ask again.
+                continue;
+            };
+            now = end;
+            let (_, t, ticket) = running[w].take().expect("running");
+            ran[w].push(t);
+            ep.task_done(ticket, secs[w], now);
+        }
+        (ran, left)
+    }
+
+    fn assert_exactly_once(ran: &[Vec<usize>], left: &[usize], w: usize) {
+        let mut seen = vec![0u32; w];
+        for &t in ran.iter().flatten().chain(left) {
+            seen[t] += 1;
+        }
+        assert!(
+            seen.iter().all(|&c| c == 1),
+            "tasks not handed out exactly once: {:?}",
+            seen.iter()
+                .enumerate()
+                .filter(|(_, c)| **c != 1)
+                .take(10)
+                .collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn every_task_is_handed_out_exactly_once() {
+        for name in NAMES {
+            for workers in 1..=4 {
+                for w in [1usize, 3, 1000] {
+                    // Speeds: increasing, decreasing, the last worker 50x
+                    // slower (zero shares).
+                    let speeds: [Vec<f64>; 3] = [
+                        (0..workers).map(|i| 0.01 * (1 + i) as f64).collect(),
+                        (0..workers).map(|i| 0.01 * (workers - i) as f64).collect(),
+                        (0..workers)
+                            .map(|i| if i + 1 == workers { 0.5 } else { 0.01 })
+                            .collect(),
+                    ];
+                    for secs in speeds {
+                        let mut ep = epoch(name, workers, w);
+                        let (ran, left) = run(&mut ep, &secs);
+                        assert_exactly_once(&ran, &left, w);
+                        assert!(
+                            left.is_empty(),
+                            "{name}, {workers} workers {secs:?}, W={w}: stalled with {} tasks",
+                            left.len()
+                        );
+                        assert!(ep.is_finished(), "{name} {workers} {w}: {ep:?}");
+                        assert_eq!(ep.stats().handed, w as u64);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_faster_worker_gets_more_tasks_under_plb_hac() {
+        let mut ep = epoch("plb-hac", 2, 2000);
+        // Worker 1 is 3x slower.
+        let (ran, left) = run(&mut ep, &[0.001, 0.003]);
+        assert_exactly_once(&ran, &left, 2000);
+        let (fast, slow) = (ran[0].len(), ran[1].len());
+        assert!(
+            fast as f64 > 2.0 * slow as f64,
+            "fast worker ran {fast}, slow one {slow}"
+        );
+    }
+
+    #[test]
+    fn a_cpu_worker_asking_again_completes_a_block_whose_reports_were_lost() {
+        let mut ep = epoch("acosta", 2, 100);
+        // Worker 0 takes its probe block; its reports never come.
+        let mut handed = Vec::new();
+        let (t, _) = ep.ask(0, 0.0).expect("a probe block for worker 0");
+        handed.push(t);
+        while let Some((t, _)) = ep.take_queued(0) {
+            handed.push(t);
+        }
+        // Worker 1 runs its probe block, then waits at Acosta's barrier.
+        while let Some((t, ticket)) = ep.ask(1, 0.1) {
+            handed.push(t);
+            ep.task_done(ticket, 0.01, 0.1);
+        }
+        assert!(!ep.is_stalled(), "worker 0 still runs its block");
+        assert_eq!(ep.stats().forced, 0);
+        // Worker 0 (a CPU) asks again: its block's reports were lost.
+        if let Some((t, ticket)) = ep.ask(0, 0.2) {
+            handed.push(t);
+            ep.task_done(ticket, 0.01, 0.2);
+        }
+        assert_eq!(ep.stats().forced, 1);
+        let (ran, left) = run(&mut ep, &[0.01, 0.01]);
+        assert!(left.is_empty());
+        let mut all = ran;
+        all.push(handed);
+        assert_exactly_once(&all, &[], 100);
+    }
+
+    #[test]
+    fn dissolve_returns_every_task_not_handed_out() {
+        let mut ep = epoch("hdss", 2, 50);
+        let (a, ta) = ep.ask(0, 0.0).expect("task");
+        let (b, _) = ep.ask(1, 0.0).expect("task");
+        assert!(!ep.is_stalled(), "both PUs run a block");
+        let mut handed = vec![a, b];
+        if let Some((t, _)) = ep.take_queued(0) {
+            handed.push(t);
+        }
+        let left = ep.dissolve();
+        assert_eq!(handed.len() + left.len(), 50);
+        assert_eq!(ep.held(), 0);
+        assert!(ep.is_finished() && !ep.is_open());
+        assert!(ep.dissolve().is_empty(), "dissolve gives the tasks once");
+        assert!(ep.ask(0, 1.0).is_none(), "a dissolved epoch gives nothing");
+        assert!(
+            !ep.task_done(ta, 0.01, 1.0),
+            "reports after dissolve are ignored"
+        );
+        assert_exactly_once(&[handed], &left, 50);
+        assert_eq!(ep.stats().dissolved, left.len() as u64);
+    }
+
+    /// PU 1 waits first; PU 0's `Wait` then opens a "step" in which only
+    /// PU 1 has work (PLB-HAC when the opener's share is 0).
+    struct OpensOnWait {
+        pool: plb_core::balance::WorkPool,
+        open: bool,
+    }
+
+    impl Balancer for OpensOnWait {
+        fn name(&self) -> &'static str {
+            "opens-on-wait"
+        }
+        fn next(&mut self, pu: usize, _now: f64) -> Decision {
+            match (pu, self.open) {
+                (0, false) => {
+                    self.open = true;
+                    Decision::Wait
+                }
+                (1, true) => match self.pool.take(1, 1e9) {
+                    Some(b) => Decision::Run(b),
+                    None => Decision::Done,
+                },
+                _ if self.pool.remaining() == 0 => Decision::Done,
+                _ => Decision::Wait,
+            }
+        }
+        fn completed(&mut self, _done: Completion) {}
+        fn remaining(&self) -> u64 {
+            self.pool.remaining()
+        }
+    }
+
+    /// Never gives anything.
+    struct AlwaysWaits(u64);
+
+    impl Balancer for AlwaysWaits {
+        fn name(&self) -> &'static str {
+            "always-waits"
+        }
+        fn next(&mut self, _pu: usize, _now: f64) -> Decision {
+            Decision::Wait
+        }
+        fn completed(&mut self, _done: Completion) {}
+        fn remaining(&self) -> u64 {
+            self.0
+        }
+    }
+
+    #[test]
+    fn a_wait_that_changes_the_balancer_lets_the_waiting_pus_ask_again() {
+        let b = OpensOnWait {
+            pool: plb_core::balance::WorkPool::new(20),
+            open: false,
+        };
+        let mut ep: Epoch<usize> =
+            Epoch::with_balancer(0, "test", Box::new(b), &cpus(2), (0..20).collect(), 0.0)
+                .expect("epoch");
+        assert!(ep.ask(1, 0.0).is_none(), "PU 1 waits");
+        assert!(ep.ask(0, 0.0).is_none(), "PU 0 waits, opening PU 1's step");
+        assert!(!ep.is_stalled(), "PU 1 must be asked again");
+        let (ran, left) = run(&mut ep, &[0.01, 0.01]);
+        assert!(left.is_empty());
+        assert_eq!(ran[1].len(), 20);
+        assert_exactly_once(&ran, &left, 20);
+    }
+
+    #[test]
+    fn a_balancer_that_always_waits_stalls_after_two_rounds() {
+        let mut ep: Epoch<usize> = Epoch::with_balancer(
+            0,
+            "test",
+            Box::new(AlwaysWaits(30)),
+            &cpus(3),
+            (0..30).collect(),
+            0.0,
+        )
+        .expect("epoch");
+        // One PU asking again and again is no stall while another PU has
+        // not answered twice.
+        for _ in 0..10 {
+            assert!(ep.ask(0, 0.0).is_none());
+        }
+        assert!(!ep.is_stalled());
+        let mut asks = 0;
+        while !ep.is_stalled() {
+            for w in 0..3 {
+                assert!(ep.ask(w, 0.0).is_none());
+                asks += 1;
+            }
+            assert!(asks < 100, "never detected the stall");
+        }
+        assert!(
+            asks >= 6,
+            "two Waits of each PU before a stall ({asks} asks)"
+        );
+        assert_eq!(ep.dissolve().len(), 30);
+        let wrong =
+            Epoch::with_balancer(0, "test", Box::new(AlwaysWaits(5)), &cpus(1), vec![1], 0.0);
+        assert!(wrong.is_err(), "units and tasks must match");
+    }
+
+    #[test]
+    fn waiting_pus_with_nothing_running_are_a_stall() {
+        let mut ep = epoch("plb-hac", 2, 100);
+        // The real balancers never leave every PU waiting with nothing
+        // running; set the states by hand to check the detection.
+        for p in &mut ep.pus {
+            p.state = PuState::Waiting;
+        }
+        assert!(ep.is_stalled());
+        let left = ep.dissolve();
+        assert_eq!(left.len(), 100);
+        assert!(!ep.is_stalled());
+    }
+
+    #[test]
+    fn pipelined_workers_get_a_grace_before_lost_reports() {
+        let pus = [EpochPu {
+            worker: 3,
+            kind: WorkerKind::OpenCl,
+        }];
+        let mut ep: Epoch<usize> = Epoch::new(
+            1,
+            "plb-hac",
+            &Tuning::default(),
+            &pus,
+            (0..64).collect(),
+            0.0,
+        )
+        .expect("epoch");
+        let (_, t1) = ep.ask(3, 0.0).expect("first block");
+        while ep.take_queued(3).is_some() {}
+        // Unreported: asking again within the grace gives nothing.
+        assert!(ep.ask(3, 0.1).is_none());
+        assert!(ep.ask(3, 0.5).is_none());
+        assert_eq!(ep.stats().forced, 0);
+        // After the grace the block completes and a new one comes.
+        assert!(ep.ask(3, 0.1 + LOST_GRACE_MIN_S + 0.01).is_some());
+        assert_eq!(ep.stats().forced, 1);
+        // The late report of the first block is ignored.
+        assert!(!ep.task_done(t1, 0.01, 2.0));
+    }
+
+    #[test]
+    fn reports_complete_a_block_only_when_the_whole_group_is_done() {
+        let mut ep = epoch("plb-hac", 1, 640);
+        // x_init = 640 / 64 = 10 tasks in the first block.
+        let mut tickets = Vec::new();
+        while let Some((_, t)) = ep.take_queued(0).or_else(|| {
+            if tickets.is_empty() {
+                ep.ask(0, 0.0)
+            } else {
+                None
+            }
+        }) {
+            tickets.push(t);
+        }
+        assert_eq!(tickets.len(), 10);
+        for (i, t) in tickets.iter().enumerate() {
+            let completed = ep.task_done(*t, 0.01, 0.01 * (i + 1) as f64);
+            assert_eq!(completed, i == tickets.len() - 1);
+        }
+        // A second report of the same task is stale.
+        assert!(!ep.task_done(tickets[0], 0.01, 1.0));
+        assert_eq!(ep.stats().completions, 1);
+    }
+
+    #[test]
+    fn bad_configurations_give_the_tasks_back() {
+        let (tasks, why) = Epoch::new(0, "plb-hac", &Tuning::default(), &[], vec![1, 2, 3], 0.0)
+            .expect_err("no PU");
+        assert_eq!(tasks, vec![1, 2, 3]);
+        assert!(why.contains("worker"));
+        let (tasks, why) = Epoch::new(0, "nope", &Tuning::default(), &cpus(2), vec![4], 0.0)
+            .expect_err("unknown balancer");
+        assert_eq!(tasks, vec![4]);
+        assert!(why.contains("nope"));
+        assert_eq!(epoch_min(1), 8);
+        assert_eq!(epoch_min(2), 8);
+        assert_eq!(epoch_min(5), 20);
+    }
+}

@@ -1,0 +1,389 @@
+//! Task mode of the model-based policies (`plb-hac`, `plb-hec`, `hdss`,
+//! `acosta`) against the real, installed StarPU: epochs of independent
+//! tasks balanced by the flavour's balancer, the fallback rule for
+//! dependent tasks of mixed codelets, and every task run exactly once.
+//!
+//! StarPU runs two CPU workers; the codelet spins three times longer on
+//! worker 1, so under PLB-HAC worker 0 must run clearly more of an epoch's
+//! tasks. Tests serialise on `common::lock_starpu` (one StarPU per process)
+//! and arm a watchdog that aborts on a deadlock.
+
+use std::ffi::{CStr, c_int, c_void};
+use std::mem::MaybeUninit;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{MutexGuard, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use starpu_plb::diagnostics::abandoned_tasks;
+use starpu_plb::model_policy::{TaskModeCounters, task_mode_counters};
+use starpu_plb::starpu::policy_by_name;
+use starpu_sys as sys;
+
+// The harness's greedy start-up (`start_starpu`, `Setup`) is not used here.
+#[allow(dead_code)]
+mod common;
+use common::{Watchdog, clean_up_after_shutdown, lock_starpu};
+
+const WATCHDOG_LIMIT: Duration = Duration::from_secs(120);
+
+/// Tasks of the independent batches.
+const TASKS: usize = 2_000;
+/// Spin time of one task on the fast worker (worker 1 spins 3×).
+const TASK_US: u64 = 150;
+/// Chains of dependent tasks alternating two codelets.
+const CHAINS: usize = 100;
+const CHAIN_LEN: usize = 10;
+
+/// Environment variables that would override the configuration.
+const OVERRIDING_VARS: &[&str] = &[
+    "STARPU_SCHED",
+    "STARPU_SCHED_LIB",
+    "STARPU_NCPU",
+    "STARPU_NCPUS",
+    "STARPU_NCUDA",
+    "STARPU_NOPENCL",
+    "STARPU_NMIC",
+    "STARPU_NMPI_MS",
+    "STARPU_OPENCL_ON_CPUS",
+    "STARPU_OPENCL_ONLY_ON_CPUS",
+    "STARPU_LIMIT_MAX_SUBMITTED_TASKS",
+    "STARPU_LIMIT_MIN_SUBMITTED_TASKS",
+];
+
+/// StarPU initialised with `policy` on two CPU workers; shut down on drop.
+struct Session {
+    home: PathBuf,
+    running: bool,
+    _watchdog: Watchdog,
+    _lock: MutexGuard<'static, ()>,
+}
+
+impl Session {
+    fn start(policy: &'static str) -> Session {
+        let lock = lock_starpu();
+        let watchdog = Watchdog::arm("task_mode", WATCHDOG_LIMIT);
+        let home =
+            std::env::temp_dir().join(format!("plb-task-mode-{}-{policy}", std::process::id()));
+        std::fs::create_dir_all(&home).expect("creating a private STARPU_HOME");
+        // SAFETY: the environment is only changed under STARPU_LOCK, while
+        // no StarPU thread exists.
+        unsafe {
+            for var in OVERRIDING_VARS {
+                std::env::remove_var(var);
+            }
+            std::env::set_var("STARPU_HOME", &home);
+            std::env::set_var("STARPU_SILENT", "1");
+        }
+        let sched = policy_by_name(policy).expect("the policy is registered");
+        let mut conf = MaybeUninit::<sys::starpu_conf>::zeroed();
+        // SAFETY: starpu_conf_init fills the whole struct (zeroed anyway).
+        assert_eq!(unsafe { sys::starpu_conf_init(conf.as_mut_ptr()) }, 0);
+        // SAFETY: initialised just above.
+        let mut conf = unsafe { conf.assume_init() };
+        conf.sched_policy = sched;
+        conf.sched_policy_name = std::ptr::null();
+        conf.ncpus = 2;
+        conf.nopencl = 0;
+        conf.ncuda = 0;
+        // SAFETY: valid conf, StarPU not initialised (the lock is held).
+        let rc = unsafe { sys::starpu_init(&mut conf) };
+        assert_eq!(rc, 0, "starpu_init failed ({rc})");
+        Session {
+            home,
+            running: true,
+            _watchdog: watchdog,
+            _lock: lock,
+        }
+    }
+
+    fn wait_for_all(&self) {
+        // SAFETY: StarPU is initialised; application thread.
+        assert_eq!(unsafe { sys::starpu_task_wait_for_all() }, 0);
+    }
+
+    /// Shuts StarPU down; asserts no task was left queued.
+    fn finish(mut self) {
+        self.running = false;
+        let before = abandoned_tasks();
+        // SAFETY: initialised by `start`, shut down once.
+        unsafe { sys::starpu_shutdown() };
+        let left = abandoned_tasks() - before;
+        assert_eq!(left, 0, "{left} task(s) were still queued at shutdown");
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.running {
+            // SAFETY: initialised by `start`, shut down once.
+            unsafe { sys::starpu_shutdown() };
+        }
+        clean_up_after_shutdown(&self._lock, &self.home);
+    }
+}
+
+fn current_worker() -> c_int {
+    // SAFETY: plain query, valid on any thread.
+    unsafe { sys::starpu_worker_get_id() }
+}
+
+fn spin(d: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+type Kernel = unsafe extern "C" fn(*mut *mut c_void, *mut c_void);
+
+/// A CPU-only codelet without buffers; boxed so its address is stable.
+fn codelet(name: &'static CStr, cpu: Kernel) -> Box<sys::starpu_codelet> {
+    let mut cl = Box::new(sys::starpu_codelet::default());
+    cl.cpu_funcs[0] = Some(cpu);
+    cl.nbuffers = 0;
+    cl.name = name.as_ptr();
+    cl
+}
+
+/// Creates a task of `cl` carrying `arg` and `flops` (its size).
+///
+/// # Safety
+/// StarPU must be initialised and `cl` must outlive the task.
+unsafe fn new_task(cl: *mut sys::starpu_codelet, arg: usize, flops: f64) -> *mut sys::starpu_task {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        let task = sys::starpu_task_create();
+        (*task).cl = cl;
+        (*task).cl_arg = arg as *mut c_void;
+        (*task).flops = flops;
+        task
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Independent tasks of one codelet: epochs.
+// ---------------------------------------------------------------------------
+
+static SEEN: OnceLock<Vec<AtomicU32>> = OnceLock::new();
+static BAD: AtomicU64 = AtomicU64::new(0);
+static PER_WORKER: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+fn seen() -> &'static [AtomicU32] {
+    SEEN.get_or_init(|| (0..TASKS).map(|_| AtomicU32::new(0)).collect())
+}
+
+unsafe extern "C" fn spin_kernel(_buffers: *mut *mut c_void, arg: *mut c_void) {
+    let id = arg as usize;
+    match seen().get(id) {
+        Some(s) => {
+            s.fetch_add(1, Ordering::Relaxed);
+        }
+        None => {
+            BAD.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let w = current_worker();
+    match usize::try_from(w).ok().and_then(|w| PER_WORKER.get(w)) {
+        Some(c) => {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        None => {
+            BAD.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    // Time proportional to the size; worker 1 is 3x slower.
+    // SAFETY: the task running this kernel is live.
+    let flops = unsafe { (*sys::starpu_task_get_current()).flops };
+    let factor = if w == 1 { 3.0 } else { 1.0 };
+    spin(Duration::from_secs_f64(flops * 1e-6 * factor));
+}
+
+fn reset_batch() {
+    seen().iter().for_each(|s| s.store(0, Ordering::Relaxed));
+    BAD.store(0, Ordering::Relaxed);
+    PER_WORKER
+        .iter()
+        .for_each(|c| c.store(0, Ordering::Relaxed));
+}
+
+fn delta(a: TaskModeCounters, b: TaskModeCounters) -> TaskModeCounters {
+    TaskModeCounters {
+        epochs: b.epochs - a.epochs,
+        epoch_tasks: b.epoch_tasks - a.epoch_tasks,
+        fallback_tasks: b.fallback_tasks - a.fallback_tasks,
+        dissolved_tasks: b.dissolved_tasks - a.dissolved_tasks,
+        forced_completions: b.forced_completions - a.forced_completions,
+    }
+}
+
+/// Submits the batch (all at once while StarPU is paused when `paused`),
+/// waits, and checks every task ran exactly once. Returns the tasks run by
+/// worker 0 and worker 1 and the task-mode counters of the run.
+fn run_batch(
+    session: &Session,
+    cl: *mut sys::starpu_codelet,
+    paused: bool,
+) -> (u64, u64, TaskModeCounters) {
+    reset_batch();
+    let before = task_mode_counters();
+    if paused {
+        // SAFETY: StarPU is running; paired with starpu_resume below.
+        unsafe { sys::starpu_pause() };
+        // Let the workers reach the pause flag (see stress.rs).
+        thread::sleep(Duration::from_millis(50));
+    }
+    for i in 0..TASKS {
+        // SAFETY: StarPU is running; the codelet outlives the session.
+        let rc = unsafe { sys::starpu_task_submit(new_task(cl, i, TASK_US as f64)) };
+        assert_eq!(rc, 0, "starpu_task_submit failed");
+    }
+    if paused {
+        // SAFETY: pairs the starpu_pause above.
+        unsafe { sys::starpu_resume() };
+    }
+    session.wait_for_all();
+    let counters = delta(before, task_mode_counters());
+    assert_eq!(
+        BAD.load(Ordering::Relaxed),
+        0,
+        "a task ran with a bad id or worker"
+    );
+    let wrong: Vec<(usize, u32)> = seen()
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i, s.load(Ordering::Relaxed)))
+        .filter(|&(_, n)| n != 1)
+        .take(10)
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "tasks not run exactly once (id, runs): {wrong:?}"
+    );
+    (
+        PER_WORKER[0].load(Ordering::Relaxed),
+        PER_WORKER[1].load(Ordering::Relaxed),
+        counters,
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Dependent tasks of two alternating codelets: the fallback rule.
+// ---------------------------------------------------------------------------
+
+static CHAIN_PROGRESS: OnceLock<Vec<AtomicU32>> = OnceLock::new();
+static OUT_OF_ORDER: AtomicU64 = AtomicU64::new(0);
+
+fn chain_progress() -> &'static [AtomicU32] {
+    CHAIN_PROGRESS.get_or_init(|| (0..CHAINS).map(|_| AtomicU32::new(0)).collect())
+}
+
+unsafe extern "C" fn chain_kernel(_buffers: *mut *mut c_void, arg: *mut c_void) {
+    let id = arg as usize;
+    let (chain, index) = (id / CHAIN_LEN, (id % CHAIN_LEN) as u32);
+    let ok = chain_progress().get(chain).is_some_and(|p| {
+        p.compare_exchange(index, index + 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    });
+    if !ok {
+        OUT_OF_ORDER.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn run_chains(session: &Session, a: *mut sys::starpu_codelet, b: *mut sys::starpu_codelet) {
+    chain_progress()
+        .iter()
+        .for_each(|p| p.store(0, Ordering::Relaxed));
+    OUT_OF_ORDER.store(0, Ordering::Relaxed);
+    let mut tasks: Vec<*mut sys::starpu_task> = Vec::with_capacity(CHAIN_LEN);
+    for chain in 0..CHAINS {
+        tasks.clear();
+        for index in 0..CHAIN_LEN {
+            let cl = if index % 2 == 0 { a } else { b };
+            // SAFETY: StarPU is running; the codelets outlive the session.
+            tasks.push(unsafe { new_task(cl, chain * CHAIN_LEN + index, 1.0) });
+        }
+        for index in 1..CHAIN_LEN {
+            let mut pred = tasks[index - 1];
+            // SAFETY: both tasks are valid and not yet submitted.
+            unsafe { sys::starpu_task_declare_deps_array(tasks[index], 1, &mut pred) };
+        }
+        // Successors first, so a predecessor is alive when its successor is
+        // submitted.
+        for &task in tasks.iter().rev() {
+            // SAFETY: a created, not yet submitted task.
+            assert_eq!(unsafe { sys::starpu_task_submit(task) }, 0);
+        }
+    }
+    session.wait_for_all();
+    assert_eq!(
+        OUT_OF_ORDER.load(Ordering::Relaxed),
+        0,
+        "a chained task ran before its predecessor (or with a bad id)"
+    );
+    let incomplete = chain_progress()
+        .iter()
+        .filter(|p| p.load(Ordering::Relaxed) != CHAIN_LEN as u32)
+        .count();
+    assert_eq!(incomplete, 0, "{incomplete} chains did not complete");
+}
+
+/// One policy: a paused batch (one big epoch), a streamed batch (epochs
+/// formed while tasks keep arriving), and dependent chains (fallback).
+fn scenario(policy: &'static str) -> (u64, u64) {
+    let mut cl = codelet(c"plb_task_mode_spin", spin_kernel);
+    let mut cl_a = codelet(c"plb_task_mode_chain_a", chain_kernel);
+    let mut cl_b = codelet(c"plb_task_mode_chain_b", chain_kernel);
+    let session = Session::start(policy);
+    let t0 = Instant::now();
+    let (fast, slow, paused) = run_batch(&session, &mut *cl, true);
+    let t_paused = t0.elapsed();
+    eprintln!(
+        "{policy}: paused batch of {TASKS} in {t_paused:?}: worker 0 (fast) ran {fast}, worker 1 \
+         (3x slower) {slow}; {paused:?}"
+    );
+    assert!(paused.epochs >= 1, "{policy}: no epoch formed: {paused:?}");
+    assert!(
+        paused.epoch_tasks >= TASKS as u64 / 2,
+        "{policy}: most of the batch should run in epochs: {paused:?}"
+    );
+    let t1 = Instant::now();
+    let (f2, s2, streamed) = run_batch(&session, &mut *cl, false);
+    eprintln!(
+        "{policy}: streamed batch in {:?}: worker 0 ran {f2}, worker 1 {s2}; {streamed:?}",
+        t1.elapsed()
+    );
+    let t2 = Instant::now();
+    run_chains(&session, &mut *cl_a, &mut *cl_b);
+    eprintln!(
+        "{policy}: {CHAINS} chains of {CHAIN_LEN} in {:?}",
+        t2.elapsed()
+    );
+    session.finish();
+    (fast, slow)
+}
+
+#[test]
+fn plb_hac_gives_the_fast_worker_more_tasks_and_runs_each_once() {
+    let (fast, slow) = scenario("plb-hac");
+    assert!(
+        fast as f64 >= 1.5 * slow as f64,
+        "under plb-hac the 3x faster worker ran {fast} tasks, the slow one {slow}"
+    );
+}
+
+#[test]
+fn plb_hec_runs_every_task_once() {
+    scenario("plb-hec");
+}
+
+#[test]
+fn hdss_runs_every_task_once() {
+    scenario("hdss");
+}
+
+#[test]
+fn acosta_runs_every_task_once() {
+    scenario("acosta");
+}
