@@ -6,11 +6,7 @@
 use std::fmt::Write as _;
 
 use plb_core::balance::scenarios::{five_pus, two_pus};
-use plb_core::balance::sim::{SimOptions, SimPu, optimum, simulate};
-use plb_core::balance::{
-    Acosta, AcostaConfig, Balancer, Greedy, Hdss, HdssConfig, PlbHac, PlbHacConfig, PlbHec,
-    PlbHecConfig,
-};
+use plb_core::balance::sim::{SimOptions, SimPu, build_balancer as build, optimum, simulate};
 
 /// Builds a simulated platform: its PUs and the units to process.
 type Platform = fn() -> (Vec<SimPu>, u64);
@@ -28,24 +24,6 @@ const CONTENDERS: [&str; 7] = [
     "plb-hec",
     "plb-hac",
 ];
-
-/// Builds contender `name` for `n` PUs and `total` units (default settings).
-fn build(name: &str, n: usize, total: u64) -> Result<Box<dyn Balancer>, String> {
-    let err = |e: &dyn std::fmt::Display| format!("{name}: {e}");
-    Ok(match name {
-        "hdss" => Box::new(Hdss::new(n, total, HdssConfig::default()).map_err(|e| err(&e))?),
-        "acosta" => Box::new(Acosta::new(n, total, AcostaConfig::default()).map_err(|e| err(&e))?),
-        "plb-hec" => Box::new(PlbHec::new(n, total, PlbHecConfig::default()).map_err(|e| err(&e))?),
-        "plb-hac" => Box::new(PlbHac::new(n, total, PlbHacConfig::default()).map_err(|e| err(&e))?),
-        greedy => {
-            let divisor: u64 = greedy
-                .strip_prefix("greedy W/")
-                .and_then(|d| d.parse().ok())
-                .ok_or_else(|| format!("unknown contender {greedy}"))?;
-            Box::new(Greedy::new(total, (total / divisor).max(1)))
-        }
-    })
-}
 
 /// Runs every contender `reps` times (noise seeds 1..=reps) on both
 /// platforms; returns the printed table and the CSV.

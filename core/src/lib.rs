@@ -7,7 +7,9 @@
 //! transfer lines G_p) → [`model`] (the contract a fitted E_p = F_p + G_p
 //! satisfies) → [`solve`] (equal-finish-time block sizes: IPOPT and a fast
 //! exact solver) → [`rounding`] (whole application units).
-//! [`baselines`] holds the HDSS and Acosta models. [`bench`] is the one
+//! [`baselines`] holds the HDSS and Acosta models. [`platform`] (hardware
+//! from data files) and [`workload`] (application cost models) give the
+//! simulator ([`balance::sim`]) its true curves. [`bench`] is the one
 //! module that reads a clock: it times the fitter and the solvers for
 //! `plb bench-solver`.
 
@@ -18,7 +20,9 @@ pub mod bench;
 pub mod fit;
 mod lsq;
 pub mod model;
+pub mod platform;
 pub mod rng;
 pub mod rounding;
 pub mod samples;
 pub mod solve;
+pub mod workload;

@@ -199,10 +199,10 @@ fn simulated_scenario_b_share_follows_a_speed_change() {
     let r = total as f64 / 30.0;
     let change = 5.0;
     let mut pu1 = linear(0.0, 2.0 * r);
-    pu1.speed_change = Some(SpeedChange {
+    pu1.speed_changes = vec![SpeedChange {
         at: change,
         factor: 2.0,
-    });
+    }];
     let pus = vec![linear(0.0, r), pu1];
     let mut b = plb(2, total);
     let rep = run(&mut b, &pus, total, 0.0, 1);
@@ -294,10 +294,10 @@ fn simulated_gap_filling_after_a_speed_up() {
     let total = 200_000u64;
     let r = total as f64 / 20.0;
     let mut pu0 = linear(0.0, r);
-    pu0.speed_change = Some(SpeedChange {
+    pu0.speed_changes = vec![SpeedChange {
         at: 4.0,
         factor: 0.5,
-    });
+    }];
     let pus = vec![pu0, linear(0.0, r)];
     let mut b = PlbHac::new(
         2,
@@ -372,4 +372,40 @@ fn simulated_run_shape_training_steps_decrease_and_history() {
     let peak = totals.iter().position(|&t| t == total / 10).unwrap();
     let tail = &totals[peak..];
     assert!(tail.windows(2).any(|w| w[1] < w[0]));
+}
+
+#[test]
+fn resumed_run_skips_training_and_starts_from_the_learned_shares() {
+    // An iterative application: the same two PUs process 5 passes of W
+    // units; passes 2..5 continue from the previous pass's models.
+    let (pus, total) = scenario_a();
+    let mut first = plb(2, total);
+    let r1 = run(&mut first, &pus, total, 0.0, 1);
+    assert!(first.stats().training_blocks >= 4);
+    let mut prev = first;
+    for pass in 2..=5 {
+        let mut b = PlbHac::resume(&prev, total, PlbHacConfig::default()).unwrap();
+        let r = run(&mut b, &pus, total, 0.0, pass);
+        assert_eq!(r.units.iter().sum::<u64>(), total, "pass {pass}");
+        assert_eq!(b.stats().training_blocks, 0, "pass {pass}: no training");
+        let first_step = b.solutions().next().expect("a step was solved");
+        assert_eq!(first_step.step, 1);
+        // PU1 is 4x faster: the very first step already gives it ~80 %.
+        assert!(
+            (first_step.shares[1] - 0.8).abs() < 0.03,
+            "pass {pass}: {:?}",
+            first_step.shares
+        );
+        assert!(
+            r.makespan <= r1.makespan * 1.01,
+            "pass {pass}: {} vs first pass {}",
+            r.makespan,
+            r1.makespan
+        );
+        println!(
+            "pass {pass}: makespan {:.3} s (first pass {:.3} s)",
+            r.makespan, r1.makespan
+        );
+        prev = b;
+    }
 }

@@ -631,10 +631,10 @@ mod tests {
     fn simulated_speed_change_triggers_a_rebalance() {
         let pus = || {
             let mut slow = pu(0.0, 400.0);
-            slow.speed_change = Some(SpeedChange {
+            slow.speed_changes = vec![SpeedChange {
                 at: 5.0,
                 factor: 2.0,
-            });
+            }];
             [pu(0.0, 100.0), slow]
         };
         let run = |threshold: f64| {

@@ -1,6 +1,16 @@
-//! A minimal virtual-time driver for balancers: simulated PUs with true
-//! performance curves. Used by the balancers' tests, and the seed of the
-//! cluster-scale simulator. Results are simulated, never measured.
+//! The virtual-time driver of every balancer: simulated PUs with true
+//! performance curves, a binary-heap event queue (one completion per event,
+//! `O(log n)` per block plus the balancer's own cost), exact coverage and
+//! stall checks. Used by the balancers' tests, `plb experiment` and the
+//! cluster-scale simulator (`crate::platform`, `crate::workload`,
+//! `docs/simulator.md`). Results are simulated, never measured.
+//!
+//! Semantics of a run: at time 0 every PU asks for work, in id order. A PU
+//! that gets a block runs it for `compute + transfer` seconds; when the
+//! earliest running block ends, the balancer is told
+//! ([`Balancer::completed`]), then that PU and every PU that answered
+//! [`Decision::Wait`] since the previous completion ask again, in id order,
+//! at that time. A PU answered [`Decision::Done`] is never asked again.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -8,7 +18,7 @@ use std::collections::BinaryHeap;
 use super::{Balancer, Block, Completion, Decision, PuId};
 use crate::model::TimeModel;
 use crate::rng::Rng;
-use crate::solve::FastSolver;
+use crate::solve::{Distribution, FastSolver};
 
 /// A simulated processing unit.
 pub struct SimPu {
@@ -16,9 +26,14 @@ pub struct SimPu {
     pub compute: Box<dyn TimeModel>,
     /// True transfer time of a block of `x` units.
     pub transfer: Box<dyn TimeModel>,
-    /// From this time on, compute times are multiplied by `factor`
-    /// (a competing load starting on the device).
-    pub speed_change: Option<SpeedChange>,
+    /// Changes of speed during the run (a competing load starting or ending
+    /// on the device): a block starting at `t` has its compute time
+    /// multiplied by the `factor` of the latest change with `at <= t` (1
+    /// before the first). Any order.
+    pub speed_changes: Vec<SpeedChange>,
+    /// Relative amplitude of this PU's noise; `None`: the run's
+    /// [`SimOptions::noise`].
+    pub noise: Option<f64>,
 }
 
 /// A change of a PU's speed during the run.
@@ -39,16 +54,22 @@ impl SimPu {
                 fixed: 0.0,
                 rate: f64::INFINITY,
             }),
-            speed_change: None,
+            speed_changes: Vec::new(),
+            noise: None,
         }
     }
 
+    /// Multiplier of compute times for a block starting at `start`.
+    pub fn speed_factor(&self, start: f64) -> f64 {
+        self.speed_changes
+            .iter()
+            .filter(|c| c.at <= start)
+            .max_by(|a, b| a.at.total_cmp(&b.at))
+            .map_or(1.0, |c| c.factor)
+    }
+
     fn compute_time(&self, len: f64, start: f64) -> f64 {
-        let factor = match self.speed_change {
-            Some(c) if start >= c.at => c.factor,
-            _ => 1.0,
-        };
-        self.compute.time(len) * factor
+        self.compute.time(len) * self.speed_factor(start)
     }
 }
 
@@ -93,6 +114,9 @@ pub struct SimReport {
     pub units: Vec<u64>,
     /// Every block, in the order they were handed out.
     pub runs: Vec<BlockRun>,
+    /// Calls of [`Balancer::next`] (blocks handed out, `Wait` and `Done`
+    /// answers together): the protocol's cost in decisions.
+    pub asks: u64,
 }
 
 impl SimReport {
@@ -167,6 +191,11 @@ impl PartialOrd for Running {
 }
 
 /// Runs `balancer` over `total` units on `pus` until every PU is done.
+///
+/// Cost: one heap operation (`O(log n)`) per block, plus one
+/// [`Balancer::next`] call per PU that asks (the completed PU, and every PU
+/// that waited): a balancer that makes many PUs wait pays for re-asking
+/// them, a balancer that never waits costs `O(log n)` per block here.
 pub fn simulate(
     balancer: &mut dyn Balancer,
     pus: &[SimPu],
@@ -180,17 +209,20 @@ pub fn simulate(
         busy_s: vec![0.0; n],
         units: vec![0; n],
         runs: Vec::new(),
+        asks: 0,
     };
-    let mut heap = BinaryHeap::new();
-    let mut state = vec![PuState::Asking; n];
+    let mut heap = BinaryHeap::with_capacity(n);
+    // Compute and transfer seconds of the block each PU is running.
+    let mut running = vec![(0.0, 0.0); n];
+    // PUs to ask at `now`, in increasing id order, and PUs that waited.
+    let mut asking: Vec<PuId> = (0..n).collect();
+    let mut waiting: Vec<PuId> = Vec::new();
     let mut now = 0.0;
+    // Re-asks of the waiting PUs with nothing running (see below).
+    let mut idle_rounds = 0;
     loop {
-        // Every PU that is asking (idle or waiting) asks, in id order, at `now`.
-        #[allow(clippy::needless_range_loop)] // `pu` indexes state, pus and the report alike
-        for pu in 0..n {
-            if state[pu] != PuState::Asking {
-                continue;
-            }
+        for &pu in &asking {
+            report.asks += 1;
             match balancer.next(pu, now) {
                 Decision::Run(block) => {
                     if block.pu != pu {
@@ -198,7 +230,8 @@ pub fn simulate(
                     }
                     let len = block.len as f64;
                     let p = &pus[pu];
-                    let noise = 1.0 + opts.noise * (2.0 * rng.unit() - 1.0);
+                    let amplitude = p.noise.unwrap_or(opts.noise);
+                    let noise = 1.0 + amplitude * (2.0 * rng.unit() - 1.0);
                     let compute = p.compute_time(len, now) * noise;
                     let transfer = p.transfer.time(len);
                     let took = compute + transfer;
@@ -217,14 +250,24 @@ pub fn simulate(
                         pu,
                         run: report.runs.len() - 1,
                     });
-                    state[pu] = PuState::Running((compute, transfer));
+                    running[pu] = (compute, transfer);
                 }
-                Decision::Wait => state[pu] = PuState::Waiting,
-                Decision::Done => state[pu] = PuState::Done,
+                Decision::Wait => waiting.push(pu),
+                Decision::Done => {}
             }
         }
+        asking.clear();
         let Some(next) = heap.pop() else {
-            if state.contains(&PuState::Waiting) && balancer.remaining() > 0 {
+            // A `Wait` can itself change the balancer's state (PLB-HAC: the
+            // asker opens a step in which its own share is 0), so with
+            // nothing running the waiting PUs are asked again, twice, before
+            // the run counts as stalled (the StarPU driver does the same).
+            if !waiting.is_empty() && balancer.remaining() > 0 && idle_rounds < 2 {
+                idle_rounds += 1;
+                std::mem::swap(&mut asking, &mut waiting);
+                continue;
+            }
+            if !waiting.is_empty() && balancer.remaining() > 0 {
                 return Err(SimError::Stalled {
                     at: now,
                     remaining: balancer.remaining(),
@@ -232,34 +275,24 @@ pub fn simulate(
             }
             break;
         };
+        idle_rounds = 0;
         now = next.end;
         report.makespan = report.makespan.max(now);
-        let PuState::Running((compute_s, transfer_s)) = state[next.pu] else {
-            unreachable!("a completion for a PU that was not running");
-        };
+        let (compute_s, transfer_s) = running[next.pu];
         balancer.completed(Completion {
             block: report.runs[next.run].block,
             compute_s,
             transfer_s,
             finished_at: now,
         });
-        for s in state.iter_mut() {
-            if *s == PuState::Waiting {
-                *s = PuState::Asking;
-            }
-        }
-        state[next.pu] = PuState::Asking;
+        // Who asks next: every PU that waited, and the one that finished
+        // (it was running, so it is not among them), in id order.
+        std::mem::swap(&mut asking, &mut waiting);
+        let at = asking.partition_point(|&p| p < next.pu);
+        asking.insert(at, next.pu);
     }
     check_coverage(&report.runs, total)?;
     Ok(report)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum PuState {
-    Asking,
-    Running((f64, f64)),
-    Waiting,
-    Done,
 }
 
 /// Checks that the blocks tile `[0, total)` exactly.
@@ -284,13 +317,94 @@ fn check_coverage(runs: &[BlockRun], total: u64) -> Result<(), SimError> {
 }
 
 /// The best makespan with one block per PU (the papers' optimum, found
-/// exactly by the fast solver on the true curves instead of by brute force).
+/// exactly by the fast solver on the true curves instead of by brute force);
+/// `+∞` when no split exists.
 pub fn optimum(pus: &[SimPu], total: u64) -> f64 {
+    optimum_split(pus, total).map_or(f64::INFINITY, |d| d.finish_time)
+}
+
+/// The one-block-per-PU split behind [`optimum`]: real-valued block sizes
+/// `x_p` summing to `total` with `E_p(x_p) = T` for every PU that gets work
+/// and `E_p(0) >= T` for the others, `E_p` = true compute + transfer at full
+/// speed (speed changes and noise ignored). When every `E_p` is
+/// subadditive (`E(a) + E(b) >= E(a + b)`: fixed costs, throughput
+/// non-decreasing with the block size, as the curves of
+/// [`crate::workload`]), no schedule of a noise-free run without speed
+/// changes beats `T`, whatever its number of blocks.
+pub fn optimum_split(pus: &[SimPu], total: u64) -> Option<Distribution> {
     let models: Vec<TrueModel<'_>> = pus.iter().map(TrueModel).collect();
     FastSolver::default()
         .solve_models(&models, total as f64)
-        .map(|d| d.finish_time)
-        .unwrap_or(f64::INFINITY)
+        .ok()
+}
+
+/// PU `pu`'s true time for one block of `x` units at full speed, no noise
+/// (what [`optimum_split`] equalises).
+pub fn true_time(pu: &SimPu, x: f64) -> f64 {
+    TrueModel(pu).time(x)
+}
+
+/// Contender names accepted by [`build_balancer`] (besides `greedy:<units>`).
+pub const BALANCERS: [&str; 7] = [
+    "greedy W/256",
+    "greedy W/64",
+    "greedy W/16",
+    "hdss",
+    "acosta",
+    "plb-hec",
+    "plb-hac",
+];
+
+/// Builds a balancer by name, default settings, for `n` PUs and `total`
+/// units: `greedy W/<d>` (blocks of `total / d` units), `greedy:<units>`,
+/// `hdss`, `acosta`, `plb-hec` (IPOPT, as in the paper), `plb-hec/fast`
+/// (the fast solver), `plb-hac`, `plb-hac/ipopt`.
+pub fn build_balancer(name: &str, n: usize, total: u64) -> Result<Box<dyn Balancer>, String> {
+    use super::{
+        Acosta, AcostaConfig, Greedy, Hdss, HdssConfig, PlbHac, PlbHacConfig, PlbHec, PlbHecConfig,
+    };
+    use crate::solve::Primary;
+    let err = |e: &dyn std::fmt::Display| format!("{name}: {e}");
+    Ok(match name {
+        "hdss" => Box::new(Hdss::new(n, total, HdssConfig::default()).map_err(|e| err(&e))?),
+        "acosta" => Box::new(Acosta::new(n, total, AcostaConfig::default()).map_err(|e| err(&e))?),
+        "plb-hec" | "plb-hec/fast" => {
+            let cfg = PlbHecConfig {
+                primary: if name == "plb-hec" {
+                    Primary::Ipopt
+                } else {
+                    Primary::Fast
+                },
+                ..PlbHecConfig::default()
+            };
+            Box::new(PlbHec::new(n, total, cfg).map_err(|e| err(&e))?)
+        }
+        "plb-hac" | "plb-hac/ipopt" => {
+            let cfg = PlbHacConfig {
+                solver: if name == "plb-hac" {
+                    Primary::Fast
+                } else {
+                    Primary::Ipopt
+                },
+                ..PlbHacConfig::default()
+            };
+            Box::new(PlbHac::new(n, total, cfg).map_err(|e| err(&e))?)
+        }
+        greedy => {
+            let block = if let Some(d) = greedy.strip_prefix("greedy W/") {
+                d.parse::<u64>()
+                    .ok()
+                    .filter(|&d| d > 0)
+                    .map(|d| (total / d).max(1))
+            } else if let Some(b) = greedy.strip_prefix("greedy:") {
+                b.parse::<u64>().ok().filter(|&b| b > 0)
+            } else {
+                None
+            };
+            let block = block.ok_or_else(|| format!("unknown balancer `{greedy}`"))?;
+            Box::new(Greedy::new(total, block))
+        }
+    })
 }
 
 /// A PU's true E(x) = compute + transfer (no speed change).
@@ -358,10 +472,10 @@ mod tests {
     #[test]
     fn speed_change_slows_later_blocks() {
         let mut slow = pu(0.0, 10.0);
-        slow.speed_change = Some(SpeedChange {
+        slow.speed_changes = vec![SpeedChange {
             at: 1.0,
             factor: 2.0,
-        });
+        }];
         let mut g = Greedy::new(30, 10);
         let r = simulate(&mut g, &[slow], 30, SimOptions::default()).unwrap();
         // 1 s, then 2 s, then 2 s.
