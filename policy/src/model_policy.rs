@@ -238,7 +238,13 @@ impl State {
                 Candidate {
                     backlog_s: q.map_or(0.0, |q| q.backlog_s),
                     queued: q.map_or(0, |q| q.items.len()),
-                    predicted_s: book.trained_prediction(w.index(), item.codelet, item.units),
+                    // Compute from the fitted model plus the transfer to
+                    // the worker's memory node, predicted from StarPU's bus
+                    // calibration (not measured: StarPU does not report
+                    // per-task transfer times).
+                    predicted_s: book
+                        .trained_prediction(w.index(), item.codelet, item.units)
+                        .map(|c| c + item.task.expected_transfer_s(*w).unwrap_or(0.0)),
                 }
             })
             .collect();
