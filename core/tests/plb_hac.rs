@@ -369,7 +369,7 @@ fn simulated_run_shape_training_steps_decrease_and_history() {
     run(&mut b, &pus, total, 0.0, 1);
     let totals: Vec<u64> = b.solutions().map(|s| s.total).collect();
     println!("step totals: {totals:?}");
-    let peak = totals.iter().position(|&t| t == total / 5).unwrap();
+    let peak = totals.iter().position(|&t| t == total / 10).unwrap();
     let tail = &totals[peak..];
     assert!(tail.windows(2).any(|w| w[1] < w[0]));
 }

@@ -40,12 +40,12 @@
 //!
 //! The paper normalises the input to 1 but hands out many steps (Fig. 3),
 //! so a step distributes only part of the data. Here a step distributes a
-//! fixed fraction of the total, `step_fraction·W` (default 0.2: about four
+//! fixed fraction of the total, `step_fraction·W` (default 0.1: about seven
 //! steps before the decrease starts), because:
 //! * a step is a model evaluation plus one block per PU, so a run pays each
-//!   PU's fixed per-block cost (latency, launch) ~6–8 times: under 1% of
+//!   PU's fixed per-block cost (latency, launch) ~10–15 times: 1–1.5% of
 //!   the run for a latency of 0.1% of the makespan (20 ms on a 20 s run);
-//! * the granularity of adaptation is a fifth of the data: a change of speed
+//! * the granularity of adaptation is a tenth of the data: a change of speed
 //!   is followed within a few steps (tested: within three);
 //! * it is independent of the PUs' speeds, so the number of solves is
 //!   predictable.
@@ -113,9 +113,7 @@ pub struct PlbHacConfig {
     /// `max(1, W / (64·n))`, so the training handles about 3/64 of the data
     /// at most (first block 1/64, second ≤ 2/64), each PU's first block is
     /// ~1.6% of its equal share (small against the run, large enough against
-    /// fixed costs to show the slope: halving it costs 6–7 % on the
-    /// simulated PLB-HAC machines with MM, whose GPUs then train on blocks
-    /// where their time is still flat). Raised to the PU's minimum block.
+    /// fixed costs to show the slope). Raised to the PU's minimum block.
     /// `Some(0)` is invalid.
     pub x_init: Option<u64>,
     /// Minimum block size of every PU, in units (the paper's "minimum block
@@ -125,7 +123,7 @@ pub struct PlbHacConfig {
     /// length must then equal the number of PUs). Default empty.
     pub min_block_per_pu: Vec<u64>,
     /// Units one virtual step distributes before the decrease, as a fraction
-    /// of the total, in `(0, 1]`. Default 0.2.
+    /// of the total, in `(0, 1]`. Default 0.1.
     pub step_fraction: f64,
     /// Most a step's total may grow over the previous one (ramp-up), `>= 1`
     /// (`inf` = no ramp). Default 4.
@@ -170,7 +168,7 @@ impl Default for PlbHacConfig {
             x_init: None,
             min_block: 1,
             min_block_per_pu: Vec::new(),
-            step_fraction: 0.2,
+            step_fraction: 0.1,
             max_step_growth: 4.0,
             min_step_fraction: 0.01,
             gap_threshold_s: 0.4,
