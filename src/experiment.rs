@@ -1,18 +1,314 @@
-//! `plb experiment`: the project's main job. It runs StarPU's own example
-//! applications under our `greedy` and under StarPU's `eager`, repeatedly
-//! and interleaved, and prints their wall-clock times side by side (real
-//! runs); then it compares every balancer of `plb-core` (greedy, HDSS,
-//! Acosta, PLB-HeC, PLB-HAC) on simulated platforms against the optimum
-//! (see `simulated.rs`). Later issues replace the real workloads with our
-//! divisible-load applications under every policy.
+//! `plb experiment`: the project's main job (issue 6 §4).
+//!
+//! 1. **EMULATED**: one of our applications (`plb app mm`) on 2 CPU workers
+//!    of this machine with emulated heterogeneity
+//!    ([`EMULATION`]: worker 0 four times slower, worker 1 paying 20 ms per
+//!    task), under every policy of ours (divisible-load API) and StarPU's
+//!    `eager` and `dmda` (equal tasks), repeatedly and interleaved; mean,
+//!    spread and speedup over `greedy`.
+//! 2. **SIMULATED**: every balancer of `plb-core` on the PLB-HAC paper's
+//!    five machines (1 to 5 of them), in virtual time, against the exact
+//!    one-block optimum (`simulated.rs`).
+//!
+//! Tables go to stdout, progress to stderr; CSV and PNG plots (gnuplot) go
+//! to `--out` (default `results/`). `--starpu-examples` adds the earlier
+//! comparison of `greedy` and `eager` on StarPU's own example programs.
 
 use std::fmt::Write as _;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use crate::launch::PolicySelection;
+
+/// The heterogeneity emulated in the EMULATED comparison.
+pub const EMULATION: &str = "0:speed=0.25; 1:latency=20ms";
+
+/// The policies compared by default (ours, then StarPU's).
+pub const DEFAULT_POLICIES: &[&str] = &[
+    "greedy", "plb-hac", "plb-hec", "hdss", "acosta", "eager", "dmda",
+];
+
+/// Options of `plb experiment`.
+pub struct Options {
+    /// Repetitions (`None`: 3, or 1 with `--quick`).
+    pub repetitions: Option<usize>,
+    pub policies: Vec<String>,
+    pub out_dir: PathBuf,
+    /// Reduced sizes and one repetition (CI).
+    pub quick: bool,
+    /// The application of the EMULATED comparison.
+    pub app: String,
+    /// Its size (`None`: 3072, 768 with `--quick`).
+    pub n: Option<u64>,
+    /// Also run StarPU's example programs under `greedy` and `eager`.
+    pub starpu_examples: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            repetitions: None,
+            policies: DEFAULT_POLICIES.iter().map(|s| s.to_string()).collect(),
+            out_dir: PathBuf::from("results"),
+            quick: false,
+            app: "mm".into(),
+            n: None,
+            starpu_examples: false,
+        }
+    }
+}
+
+impl Options {
+    fn reps(&self) -> usize {
+        self.repetitions.unwrap_or(if self.quick { 1 } else { 3 })
+    }
+    fn size(&self) -> u64 {
+        self.n.unwrap_or(if self.quick { 768 } else { 3072 })
+    }
+}
+
+/// Mean, sample standard deviation, minimum and maximum of a non-empty sample.
+pub fn stats(x: &[f64]) -> (f64, f64, f64, f64) {
+    let n = x.len() as f64;
+    let mean = x.iter().sum::<f64>() / n;
+    let sd = if x.len() > 1 {
+        (x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    let min = x.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (mean, sd, min, max)
+}
+
+/// One `plb app` run as its summary line reports it.
+struct AppRun {
+    makespan: f64,
+    wall: f64,
+    units: String,
+    verify: String,
+}
+
+/// Runs `plb app <app> --n <n> --sched <sched> --ncpu 2` with [`EMULATION`].
+fn app_run(app: &str, n: u64, sched: &str) -> Result<AppRun, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find plb: {e}"))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["app", app, "--n", &n.to_string(), "--sched", sched])
+        .args(["--ncpu", "2"])
+        .env("PLB_EMULATE", EMULATION)
+        .env("STARPU_SILENT", "1")
+        .env_remove("STARPU_SCHED")
+        .env_remove("PLB_TRACE")
+        .env_remove("LD_PRELOAD")
+        .stdin(Stdio::null());
+    let start = Instant::now();
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run plb app: {e}"))?;
+    let wall = start.elapsed().as_secs_f64();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(crate::apps::TAG))
+        .ok_or_else(|| {
+            format!(
+                "plb app {app} --n {n} --sched {sched}: no summary line ({}): {}",
+                out.status,
+                stderr.trim()
+            )
+        })?;
+    if !stderr.contains("EMULATION ACTIVE") {
+        return Err(format!(
+            "plb app {app} --sched {sched}: the emulation was not applied (no EMULATION ACTIVE banner)"
+        ));
+    }
+    let field = |k| crate::apps::field(line, k).unwrap_or("?").to_string();
+    let makespan = field("makespan_s")
+        .parse::<f64>()
+        .map_err(|_| format!("no makespan in: {line}"))?;
+    let run = AppRun {
+        makespan,
+        wall,
+        units: field("units"),
+        verify: field("verify"),
+    };
+    if run.verify != "ok" || !out.status.success() {
+        return Err(format!("{app} under {sched}: verification failed: {line}"));
+    }
+    Ok(run)
+}
+
+/// Runs gnuplot on `script`; a missing gnuplot is reported, not fatal.
+pub fn gnuplot(script: &str) -> Result<(), String> {
+    let mut child = match Command::new("gnuplot")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => return Err(format!("gnuplot not available ({e}); no plot written")),
+    };
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin
+            .write_all(script.as_bytes())
+            .map_err(|e| format!("gnuplot: {e}"))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("gnuplot: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "gnuplot failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The EMULATED comparison; returns the files written.
+fn emulated(opts: &Options, written: &mut Vec<PathBuf>) -> Result<(), String> {
+    let reps = opts.reps();
+    let n = opts.size();
+    let app = &opts.app;
+    if crate::apps::find(app).is_none() {
+        return Err(format!("unknown application '{app}'"));
+    }
+    eprintln!(
+        "plb experiment: EMULATED comparison, plb app {app} --n {n} on 2 CPU workers of this machine \
+         with PLB_EMULATE=\"{EMULATION}\" (worker 0 4x slower, worker 1 +20 ms per task; \
+         timings are not real heterogeneous hardware), {} policies x {reps} repetition(s), interleaved",
+        opts.policies.len()
+    );
+    let total = opts.policies.len() * reps;
+    let mut runs: Vec<Vec<AppRun>> = opts.policies.iter().map(|_| Vec::new()).collect();
+    let mut csv = String::from(
+        "# EMULATED: real StarPU runs on this machine, heterogeneity emulated by PLB_EMULATE\n\
+         form,app,n,policy,repetition,makespan_s,wall_s,units_w0,units_w1,verify\n",
+    );
+    let started = Instant::now();
+    let mut k = 0;
+    for rep in 0..reps {
+        for (i, p) in opts.policies.iter().enumerate() {
+            k += 1;
+            let r = app_run(app, n, p)?;
+            eprintln!(
+                "  [{k}/{total}] EMULATED {app} n={n} rep {}/{reps} {p:<8} makespan {:.3} s (wall {:.1} s, {:.0} s elapsed)",
+                rep + 1,
+                r.makespan,
+                r.wall,
+                started.elapsed().as_secs_f64()
+            );
+            let (u0, u1) = r.units.split_once(',').unwrap_or((&r.units, ""));
+            let _ = writeln!(
+                csv,
+                "emulated,{app},{n},{p},{rep},{:.6},{:.3},{u0},{u1},{}",
+                r.makespan, r.wall, r.verify
+            );
+            runs[i].push(r);
+        }
+    }
+    let base = opts
+        .policies
+        .iter()
+        .position(|p| p == "greedy")
+        .map(|i| stats(&runs[i].iter().map(|r| r.makespan).collect::<Vec<_>>()).0);
+    println!(
+        "\nEMULATED (real StarPU runs, PLB_EMULATE=\"{EMULATION}\", 2 CPU workers): plb app {app} --n {n}, {reps} repetition(s)"
+    );
+    println!(
+        "{:<9} {:<8} {:>10} {:>9} {:>9} {:>9} {:>11} {:>12}",
+        "", "policy", "mean s", "sd s", "min s", "max s", "vs greedy", "units w0,w1"
+    );
+    let mut dat = String::from("# policy mean_s sd_s min_s max_s speedup_vs_greedy\n");
+    for (p, rs) in opts.policies.iter().zip(&runs) {
+        let t: Vec<f64> = rs.iter().map(|r| r.makespan).collect();
+        let (mean, sd, min, max) = stats(&t);
+        let speedup = base.map_or(f64::NAN, |b| b / mean);
+        let units = rs.last().map_or("?", |r| r.units.as_str());
+        println!(
+            "{:<9} {p:<8} {mean:>10.3} {sd:>9.3} {min:>9.3} {max:>9.3} {speedup:>10.2}x {units:>12}",
+            "EMULATED"
+        );
+        let _ = writeln!(dat, "{p} {mean:.6} {sd:.6} {min:.6} {max:.6} {speedup:.4}");
+    }
+    if base.is_none() {
+        println!("(greedy not among the policies: no speedup column)");
+    }
+    println!(
+        "speedup = greedy's mean makespan / the policy's mean makespan (above 1: faster than greedy)"
+    );
+    let csv_path = opts.out_dir.join("experiment-emulated.csv");
+    write(&csv_path, &csv)?;
+    written.push(csv_path);
+    let dat_path = opts.out_dir.join("experiment-emulated.dat");
+    write(&dat_path, &dat)?;
+    let png = opts.out_dir.join("experiment-emulated.png");
+    let script = format!(
+        "set terminal pngcairo size 900,500\nset output '{png}'\n\
+         set title \"EMULATED: plb app {app} --n {n}, 2 CPU workers, PLB_EMULATE='{EMULATION}' ({reps} rep.)\" noenhanced\n\
+         set ylabel 'makespan (s), mean and min..max'\nset style fill solid 0.5\nset boxwidth 0.6\n\
+         set yrange [0:*]\nset xtics noenhanced\nunset key\n\
+         plot '{dat}' using 0:2:xtic(1) with boxes lc rgb '#4477aa', \
+         '' using 0:2:4:5 with yerrorbars lc rgb 'black' pt 0, \
+         '' using 0:($5):(sprintf('%.2fx', $6)) with labels offset 0,1 notitle\n",
+        png = png.display(),
+        dat = dat_path.display(),
+    );
+    match gnuplot(&script) {
+        Ok(()) => written.push(png),
+        Err(e) => eprintln!("plb experiment: {e}"),
+    }
+    written.push(dat_path);
+    Ok(())
+}
+
+/// Runs the main job; returns the files written.
+pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
+    if opts.reps() == 0 {
+        return Err("--reps must be at least 1".into());
+    }
+    for p in &opts.policies {
+        crate::launch::check_policy_name(p)?;
+    }
+    std::fs::create_dir_all(&opts.out_dir)
+        .map_err(|e| format!("cannot create {}: {e}", opts.out_dir.display()))?;
+    let started = Instant::now();
+    let mut written = Vec::new();
+    emulated(opts, &mut written)?;
+
+    eprintln!("plb experiment: SIMULATED comparison on the PLB-HAC paper's five machines ...");
+    let sim = crate::simulated::run(opts.reps(), opts.quick)?;
+    println!("\n{}", sim.table);
+    let sim_csv = opts.out_dir.join("experiment-simulated.csv");
+    write(&sim_csv, &sim.csv)?;
+    written.push(sim_csv);
+    let sim_dat = opts.out_dir.join("experiment-simulated.dat");
+    write(&sim_dat, &sim.dat)?;
+    let png = opts.out_dir.join("experiment-simulated.png");
+    match gnuplot(&sim.gnuplot(&sim_dat, &png)) {
+        Ok(()) => written.push(png),
+        Err(e) => eprintln!("plb experiment: {e}"),
+    }
+    written.push(sim_dat);
+
+    if opts.starpu_examples {
+        written.push(examples(opts)?);
+    }
+    eprintln!(
+        "plb experiment: done in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(written)
+}
 
 /// One StarPU example program with its arguments.
 struct Workload {
@@ -33,23 +329,6 @@ const WORKLOADS: &[Workload] = &[
         args: &["-size", "4096", "-nblocks", "16"],
     },
 ];
-
-/// Options of `plb experiment`.
-pub struct Options {
-    pub repetitions: usize,
-    pub policies: Vec<String>,
-    pub out_dir: PathBuf,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            repetitions: 3,
-            policies: vec!["greedy".into(), "eager".into()],
-            out_dir: PathBuf::from("results"),
-        }
-    }
-}
 
 /// Where Debian installs StarPU's examples (`$STARPU_EXAMPLES_DIR` overrides).
 pub fn examples_dir() -> Option<PathBuf> {
@@ -77,6 +356,7 @@ fn run_once(
         .env("PLB_SUMMARY", "1")
         .env_remove("LD_PRELOAD")
         .env_remove("STARPU_SCHED_LIB")
+        .env_remove("PLB_EMULATE")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     policy.apply(&mut cmd);
@@ -104,110 +384,73 @@ fn run_once(
     Ok(secs)
 }
 
-/// Median, minimum and maximum of a non-empty sample.
-fn spread(times: &[f64]) -> (f64, f64, f64) {
-    let mut t = times.to_vec();
-    t.sort_by(f64::total_cmp);
-    let median = if t.len() % 2 == 1 {
-        t[t.len() / 2]
-    } else {
-        (t[t.len() / 2 - 1] + t[t.len() / 2]) / 2.0
-    };
-    (median, t[0], t[t.len() - 1])
-}
-
-/// Runs the comparison and prints the table; returns the CSV path.
-pub fn run(opts: &Options) -> Result<PathBuf, String> {
-    if opts.repetitions == 0 {
-        return Err("--reps must be at least 1".into());
-    }
+/// `--starpu-examples`: StarPU's example programs under `greedy` and
+/// `eager` (real runs, default workers, no emulation); returns the CSV path.
+fn examples(opts: &Options) -> Result<PathBuf, String> {
+    let reps = opts.reps();
     let dir = examples_dir()
         .ok_or("StarPU's examples were not found: install starpu-examples (scripts/setup.sh) or set STARPU_EXAMPLES_DIR")?;
-    let policies = opts
-        .policies
+    let policies = ["greedy", "eager"]
         .iter()
         .map(|p| PolicySelection::new(p))
         .collect::<Result<Vec<_>, _>>()?;
     let home = std::env::temp_dir().join(format!("plb-experiment-{}", std::process::id()));
     std::fs::create_dir_all(&home).map_err(|e| format!("cannot create {}: {e}", home.display()))?;
     eprintln!(
-        "plb experiment: real StarPU runs on this machine (StarPU {}, default workers; no heterogeneity emulated), \
-         {} repetition(s) per policy, interleaved",
+        "plb experiment: StarPU example programs, real runs (StarPU {}, default workers, no emulation), \
+         {reps} repetition(s) per policy, interleaved",
         starpu_plb::STARPU_SERIES,
-        opts.repetitions
     );
     let mut csv = String::from("workload,policy,repetition,seconds\n");
     let mut table = Vec::new();
     for w in WORKLOADS {
         let program = dir.join(w.program);
         let mut times = vec![Vec::new(); policies.len()];
-        let live = std::io::stderr().is_terminal();
-        if !live {
-            eprintln!("  running {} ...", w.label);
-        }
-        for rep in 0..opts.repetitions {
+        for rep in 0..reps {
             for (i, p) in policies.iter().enumerate() {
-                if live {
-                    eprint!(
-                        "\r  {:<28} rep {}/{} {:<10}",
-                        w.label,
-                        rep + 1,
-                        opts.repetitions,
-                        p.sched
-                    );
-                }
                 let t = run_once(&program, w.args, p, &home)?;
+                eprintln!(
+                    "  real {} rep {}/{reps} {}: {t:.3} s",
+                    w.label,
+                    rep + 1,
+                    p.sched
+                );
                 let _ = writeln!(csv, "{},{},{},{:.4}", w.program, p.sched, rep, t);
                 times[i].push(t);
             }
         }
-        if live {
-            eprintln!();
-        }
         table.push((w.label, times));
     }
     let _ = std::fs::remove_dir_all(&home);
-
     println!(
-        "\n{:<28} {:<10} {:>10} {:>10} {:>10} {:>12}",
-        "workload", "policy", "median s", "min s", "max s", "vs first"
+        "\nREAL (StarPU example programs, default workers, no emulation)\n{:<28} {:<10} {:>10} {:>10} {:>10} {:>10} {:>12}",
+        "workload", "policy", "mean s", "sd s", "min s", "max s", "vs greedy"
     );
     for (label, times) in &table {
-        let base = spread(&times[0]).0;
+        let base = stats(&times[0]).0;
         for (p, t) in policies.iter().zip(times) {
-            let (med, min, max) = spread(t);
+            let (mean, sd, min, max) = stats(t);
             println!(
-                "{:<28} {:<10} {:>10.3} {:>10.3} {:>10.3} {:>11.2}x",
-                label,
+                "{label:<28} {:<10} {mean:>10.3} {sd:>10.3} {min:>10.3} {max:>10.3} {:>11.2}x",
                 p.sched,
-                med,
-                min,
-                max,
-                med / base
+                base / mean
             );
         }
     }
-    std::fs::create_dir_all(&opts.out_dir)
-        .map_err(|e| format!("cannot create {}: {e}", opts.out_dir.display()))?;
-    let path = opts.out_dir.join("experiment-foundation.csv");
-    std::fs::write(&path, csv).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-
-    let (table, sim_csv) = crate::simulated::run(opts.repetitions)?;
-    println!("\n{table}");
-    let sim_path = opts.out_dir.join("experiment-simulated.csv");
-    std::fs::write(&sim_path, sim_csv)
-        .map_err(|e| format!("cannot write {}: {e}", sim_path.display()))?;
-    println!("simulated makespans written to {}", sim_path.display());
+    let path = opts.out_dir.join("experiment-starpu-examples.csv");
+    write(&path, &csv)?;
     Ok(path)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::spread;
+    use super::stats;
 
     #[test]
-    fn spread_of_odd_and_even_samples() {
-        assert_eq!(spread(&[3.0, 1.0, 2.0]), (2.0, 1.0, 3.0));
-        assert_eq!(spread(&[4.0, 1.0, 2.0, 3.0]), (2.5, 1.0, 4.0));
+    fn stats_of_samples() {
+        let (mean, sd, min, max) = stats(&[1.0, 2.0, 3.0]);
+        assert_eq!((mean, min, max), (2.0, 1.0, 3.0));
+        assert!((sd - 1.0).abs() < 1e-12);
+        assert_eq!(stats(&[4.0]), (4.0, 0.0, 4.0, 4.0));
     }
 }

@@ -20,9 +20,12 @@ usage:
   plb run --sched <name> [--summary] -- <command> [args...]
                                             run a StarPU program under a policy
                                             (ours, or any of StarPU's own)
-  plb experiment [--reps N] [--policies a,b,...] [--out DIR]
-                                            compare policies on StarPU example
-                                            applications (the main job)
+  plb experiment [--reps N] [--policies a,b,...] [--out DIR] [--quick]
+                 [--app NAME] [--n N] [--starpu-examples]
+                                            the main job: every policy on one
+                                            application with EMULATED
+                                            heterogeneity, and the balancers
+                                            on five SIMULATED machines
   plb experiment balance [--reps N] [--quick] [--no-speed-change]
                                             divisible-load balancers vs the
                                             optimum on 2 CPU workers with
@@ -127,9 +130,10 @@ fn experiment(args: &[String]) -> Result<ExitCode, String> {
         match args[i].as_str() {
             "--reps" => {
                 let v = flag_value(args, &mut i, "--reps")?;
-                opts.repetitions = v
-                    .parse()
-                    .map_err(|_| format!("--reps: '{v}' is not a count"))?;
+                opts.repetitions = Some(
+                    v.parse()
+                        .map_err(|_| format!("--reps: '{v}' is not a count"))?,
+                );
             }
             "--policies" => {
                 let v = flag_value(args, &mut i, "--policies")?;
@@ -143,12 +147,27 @@ fn experiment(args: &[String]) -> Result<ExitCode, String> {
                 }
             }
             "--out" => opts.out_dir = PathBuf::from(flag_value(args, &mut i, "--out")?),
+            "--quick" => opts.quick = true,
+            "--starpu-examples" => opts.starpu_examples = true,
+            "--app" => opts.app = flag_value(args, &mut i, "--app")?.to_string(),
+            "--n" => {
+                let v = flag_value(args, &mut i, "--n")?;
+                opts.n = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| format!("--n: '{v}' is not a size"))?,
+                );
+            }
             other => return Err(format!("unexpected argument '{other}'")),
         }
         i += 1;
     }
-    let csv = experiment::run(&opts)?;
-    println!("\nraw times written to {}", csv.display());
+    let written = experiment::run(&opts)?;
+    println!("\nwritten (CSV raw data, PNG plots):");
+    for path in written {
+        println!("  {}", path.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -174,3 +174,55 @@ fn sched_help_lists_ours_next_to_starpus() {
         "StarPU's list follows: {msg}"
     );
 }
+
+#[test]
+fn experiment_rejects_unknown_policies_and_zero_reps() {
+    let out = plb()
+        .args(["experiment", "--policies", "greedy,no-such-policy"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("unknown policy 'no-such-policy'"));
+    let out = plb().args(["experiment", "--reps", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("--reps must be at least 1"));
+}
+
+/// The main job in its CI form: every line of the EMULATED table labelled,
+/// the SIMULATED table printed, the CSV written where it says.
+#[test]
+fn experiment_quick_prints_labelled_tables_and_writes_csv() {
+    let out_dir = std::env::temp_dir().join(format!("plb-cli-experiment-{}", std::process::id()));
+    let out = plb()
+        .args(["experiment", "--quick", "--n", "256", "--policies"])
+        .arg("greedy,plb-hac,eager")
+        .arg("--out")
+        .arg(&out_dir)
+        .env_remove("PLB_EMULATE")
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for p in ["greedy", "plb-hac", "eager"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with("EMULATED") && l.split_whitespace().nth(1) == Some(p)),
+            "{stdout}"
+        );
+    }
+    assert!(stdout.contains("SIMULATED A+B+C+D+E"), "{stdout}");
+    let csv = out_dir.join("experiment-emulated.csv");
+    assert!(stdout.contains(&csv.display().to_string()), "{stdout}");
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(
+        rows.lines()
+            .filter(|l| l.starts_with("emulated,mm,256,"))
+            .count(),
+        3,
+        "{rows}"
+    );
+    assert!(out_dir.join("experiment-simulated.csv").is_file());
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
