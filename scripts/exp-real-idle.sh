@@ -21,22 +21,9 @@
 # target/exp-real-quick with --quick).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PLB=${PLB:-target/release/plb}
-OUT=
-REPS=3
-QUICK=0
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --quick) QUICK=1 ;;
-        --reps) REPS=$2; shift ;;
-        --out) OUT=$2; shift ;;
-        *) echo "usage: $0 [--quick] [--reps N] [--out DIR]" >&2; exit 2 ;;
-    esac
-    shift
-done
-[ -n "$OUT" ] || { if [ "$QUICK" = 1 ]; then OUT=target/exp-real-quick; else OUT=results/real; fi; }
-[ -x "$PLB" ] || { echo "$PLB not found: build with cargo build --release or set PLB=" >&2; exit 2; }
-mkdir -p "$OUT"
+# shellcheck source=scripts/lib/exp-real.sh
+source scripts/lib/exp-real.sh
+exp_real_options "$@"
 POLICIES="greedy plb-hac plb-hec hdss acosta"
 if [ "$QUICK" = 1 ]; then
     REPS=1; CASES="mm:256 kmeans:20000"
@@ -57,7 +44,7 @@ for rep in $(seq 1 "$REPS"); do
         app=${c%%:*}; n=${c##*:}
         for config in 2cpu-emu cpu+ocl; do
             if [ "$config" = 2cpu-emu ]; then
-                form=EMULATED; emu="0:speed=0.25; 1:latency=20ms"; flags="--ncpu 2"; classes="slow-cpu cpu+20ms"
+                form=EMULATED; emu="$EMULATION"; flags="--ncpu 2"; classes="slow-cpu cpu+20ms"
             else
                 form=real; emu=""; flags="--ncpu 1 --opencl"; classes="cpu opencl"
             fi

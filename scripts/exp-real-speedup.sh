@@ -21,24 +21,11 @@
 # --quick: small sizes, 1 repetition (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PLB=${PLB:-target/release/plb}
-OUT=
-REPS=3
-QUICK=0
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --quick) QUICK=1 ;;
-        --reps) REPS=$2; shift ;;
-        --out) OUT=$2; shift ;;
-        *) echo "usage: $0 [--quick] [--reps N] [--out DIR]" >&2; exit 2 ;;
-    esac
-    shift
-done
-[ -n "$OUT" ] || { if [ "$QUICK" = 1 ]; then OUT=target/exp-real-quick; else OUT=results/real; fi; }
-[ -x "$PLB" ] || { echo "$PLB not found: build with cargo build --release or set PLB=" >&2; exit 2; }
-mkdir -p "$OUT"
+# shellcheck source=scripts/lib/exp-real.sh
+source scripts/lib/exp-real.sh
+exp_real_options "$@"
 POLICIES="greedy plb-hac plb-hec hdss acosta eager dmda"
-EMU2="0:speed=0.25; 1:latency=20ms"
+EMU2=$EMULATION
 EMU1="0:latency=20ms"
 if [ "$QUICK" = 1 ]; then
     REPS=1

@@ -18,7 +18,8 @@
 # target/exp-real-quick with --quick). --quick: a small size (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PLB=${PLB:-target/release/plb}
+# shellcheck source=scripts/lib/exp-real.sh
+source scripts/lib/exp-real.sh
 OUT=
 APP=mm
 N=
@@ -33,20 +34,17 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ -n "$OUT" ] || { if [ "$QUICK" = 1 ]; then OUT=target/exp-real-quick; else OUT=results/real; fi; }
-[ -x "$PLB" ] || { echo "$PLB not found: build with cargo build --release or set PLB=" >&2; exit 2; }
+exp_real_out
 if [ -z "$N" ]; then
     if [ "$QUICK" = 1 ]; then N=512; else N=2048; fi
 fi
-mkdir -p "$OUT"
-EMU="0:speed=0.25; 1:latency=20ms"
 export STARPU_SILENT=1
 unset STARPU_SCHED PLB_EMULATE LD_PRELOAD || true
 start=$SECONDS
 for p in greedy plb-hac plb-hec hdss acosta; do
     trace=$OUT/gantt-$p.csv
     rm -f "$trace"
-    line=$(PLB_TRACE="$trace" PLB_EMULATE="$EMU" "$PLB" app "$APP" --n "$N" --sched "$p" --ncpu 2 2>/dev/null | grep '^plb-app:' || true)
+    line=$(PLB_TRACE="$trace" PLB_EMULATE="$EMULATION" "$PLB" app "$APP" --n "$N" --sched "$p" --ncpu 2 2>/dev/null | grep '^plb-app:' || true)
     ms=$(sed -n 's/.* makespan_s=\([^ ]*\).*/\1/p' <<< "$line")
     if [ -z "$ms" ] || ! grep -q ' verify=ok' <<< "$line" || [ ! -s "$trace" ]; then
         echo "gantt: $APP under $p failed: ${line:-no summary line}" >&2; exit 1

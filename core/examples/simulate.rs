@@ -13,7 +13,7 @@
 //! ```
 //!
 //! `exp1` … `exp5` are the simulated forms of issue 6 §2's experiments
-//! (scripts `scripts/exp-sim-*.sh`, results `docs/results/simulated.md`):
+//! (scripts `scripts/exp-sim-*.sh`, results `docs/results.md`):
 //! CSV on `--out` (stdout by default), first lines `#` comments saying
 //! SIMULATED. `--quick`: reduced sizes (CI); `--reps`: seeds 1..=N.
 //!

@@ -331,9 +331,10 @@ impl Tuning {
         Tuning::from_lookup(|n| std::env::var(n).ok())
     }
 
-    /// PLB-HAC's configuration; `kinds` gives each PU's worker kind (empty:
-    /// unknown, then the CPU minimum applies to every PU).
-    pub fn plb_hac(&self, kinds: &[WorkerKind]) -> PlbHacConfig {
+    /// PLB-HAC's configuration, with the CPU minimum block for every PU
+    /// (per-kind minimums need the workers:
+    /// `BalancerSpec::with_worker_kinds`).
+    pub fn plb_hac(&self) -> PlbHacConfig {
         let mut c = PlbHacConfig {
             x_init: self.initial_block,
             gap_threshold_s: self.gap_threshold_s,
@@ -344,9 +345,6 @@ impl Tuning {
         };
         if let Some(s) = self.solver {
             c.solver = s;
-        }
-        if !self.min_block.is_uniform() && !kinds.is_empty() {
-            c.min_block_per_pu = kinds.iter().map(|&k| self.min_block.of(k)).collect();
         }
         c
     }
@@ -401,7 +399,7 @@ mod tests {
     fn defaults_match_the_balancers_defaults() {
         let t = with(&[]).unwrap();
         assert_eq!(t, Tuning::default());
-        assert_eq!(t.plb_hac(&[]), PlbHacConfig::default());
+        assert_eq!(t.plb_hac(), PlbHacConfig::default());
         assert_eq!(t.plb_hec(), PlbHecConfig::default());
         assert_eq!(t.hdss(), HdssConfig::default());
         assert_eq!(t.acosta(), AcostaConfig::default());
@@ -421,7 +419,13 @@ mod tests {
             ("PLB_MIN_BLOCK", "cpu=2, opencl=64"),
         ])
         .unwrap();
-        let hac = t.plb_hac(&[WorkerKind::Cpu, WorkerKind::OpenCl, WorkerKind::Cuda]);
+        let kinds = [WorkerKind::Cpu, WorkerKind::OpenCl, WorkerKind::Cuda];
+        let spec = crate::divisible::BalancerSpec::parse_with("plb-hac", &t)
+            .unwrap()
+            .with_worker_kinds(&kinds, &t.min_block);
+        let crate::divisible::BalancerSpec::PlbHac(hac) = spec else {
+            panic!("{spec:?}")
+        };
         assert_eq!(hac.x_init, Some(128));
         assert_eq!(hac.gap_threshold_s, 0.25);
         assert_eq!((hac.decrease_start, hac.decrease_factor), (0.5, 0.2));

@@ -43,7 +43,7 @@ use std::fmt;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
-use crate::config::Tuning;
+use crate::config::{MinBlock, Tuning, WorkerKind};
 use crate::trace::{Row, Trace};
 use plb_core::balance::{
     Acosta, AcostaConfig, AcostaStats, Balancer, Block, Completion, Decision, Greedy, Hdss,
@@ -96,7 +96,7 @@ impl BalancerSpec {
             "greedy" => Ok(BalancerSpec::Greedy {
                 block: tuning.initial_block,
             }),
-            "plb-hac" => Ok(BalancerSpec::PlbHac(tuning.plb_hac(&[]))),
+            "plb-hac" => Ok(BalancerSpec::PlbHac(tuning.plb_hac())),
             "plb-hec" => Ok(BalancerSpec::PlbHec(tuning.plb_hec())),
             "hdss" => Ok(BalancerSpec::Hdss(tuning.hdss())),
             "acosta" => Ok(BalancerSpec::Acosta(tuning.acosta())),
@@ -129,6 +129,35 @@ impl BalancerSpec {
             BalancerSpec::Hdss(_) => "hdss",
             BalancerSpec::Acosta(_) => "acosta",
         }
+    }
+
+    /// Resolves per-kind minimum blocks (`PLB_MIN_BLOCK=cpu=..,opencl=..`)
+    /// into PLB-HAC's per-PU list, PU `p` being of kind `kinds[p]`; any
+    /// other spec, an explicit per-PU list or uniform minimums are kept.
+    pub fn with_worker_kinds(mut self, kinds: &[WorkerKind], min: &MinBlock) -> BalancerSpec {
+        if let BalancerSpec::PlbHac(c) = &mut self
+            && c.min_block_per_pu.is_empty()
+            && !min.is_uniform()
+        {
+            c.min_block_per_pu = kinds.iter().map(|&k| min.of(k)).collect();
+        }
+        self
+    }
+
+    /// The balancer over `n` PUs and `total` units, boxed (for drivers that
+    /// need no per-balancer statistics, such as task-mode epochs).
+    pub fn into_balancer(
+        self,
+        n: usize,
+        total: u64,
+    ) -> Result<Box<dyn Balancer + Send>, DivisibleError> {
+        Ok(match self.build(n, total)? {
+            Algo::Greedy(b) => Box::new(b),
+            Algo::PlbHac(b) => Box::new(b),
+            Algo::PlbHec(b) => Box::new(b),
+            Algo::Hdss(b) => Box::new(b),
+            Algo::Acosta(b) => Box::new(b),
+        })
     }
 
     fn build(self, n: usize, total: u64) -> Result<Algo, DivisibleError> {
@@ -428,20 +457,14 @@ impl DivisibleRun {
             }
         }
         let n = workers.len();
-        let mut spec = spec;
-        if let BalancerSpec::PlbHac(c) = &mut spec
-            && c.min_block_per_pu.is_empty()
-        {
-            // Per-kind minimums (PLB_MIN_BLOCK=cpu=..,opencl=..) need the
-            // worker kinds, known only now.
-            let tuning = Tuning::from_env().map_err(|e| DivisibleError::Config(e.to_string()))?;
-            if !tuning.min_block.is_uniform() {
-                c.min_block_per_pu = crate::starpu::worker_kinds(workers)
-                    .into_iter()
-                    .map(|k| tuning.min_block.of(k))
-                    .collect();
-            }
-        }
+        // Per-kind minimums (PLB_MIN_BLOCK=cpu=..,opencl=..) need the worker
+        // kinds, known only now.
+        let tuning = Tuning::from_env().map_err(|e| DivisibleError::Config(e.to_string()))?;
+        let spec = if tuning.min_block.is_uniform() {
+            spec
+        } else {
+            spec.with_worker_kinds(&crate::starpu::worker_kinds(workers), &tuning.min_block)
+        };
         let algo = spec.clone().build(n, total)?;
         DivisibleRun::with_algo(total, workers, spec, algo)
     }

@@ -51,12 +51,10 @@
 
 use std::collections::VecDeque;
 
-use plb_core::balance::{
-    Acosta, Balancer, Block, Completion, Decision, Greedy, Hdss, PlbHac, PlbHec,
-    default_initial_block,
-};
+use plb_core::balance::{Balancer, Block, Completion, Decision};
 
 use crate::config::{Tuning, WorkerKind};
+use crate::divisible::BalancerSpec;
 
 /// Smallest batch of tasks that forms an epoch, whatever the number of
 /// workers (see [`epoch_min`]).
@@ -79,33 +77,6 @@ pub const LOST_GRACE_FACTOR: f64 = 10.0;
 /// workers, 4 per worker beyond).
 pub fn epoch_min(capable: usize) -> usize {
     EPOCH_MIN_TASKS.max(EPOCH_MIN_PER_WORKER.saturating_mul(capable))
-}
-
-/// Builds the `plb-core` balancer named `name` (`plb-hac`, `plb-hec`,
-/// `hdss`, `acosta`, or `greedy`) over `kinds.len()` PUs and `total` units
-/// with the parameters of `tuning` (`kinds` gives each PU's worker kind, for
-/// PLB-HAC's per-kind minimum blocks).
-pub fn build_balancer(
-    name: &str,
-    tuning: &Tuning,
-    kinds: &[WorkerKind],
-    total: u64,
-) -> Result<Box<dyn Balancer + Send>, String> {
-    let n = kinds.len();
-    let err = |e: &dyn std::fmt::Display| format!("{name}: {e}");
-    Ok(match name {
-        "plb-hac" => Box::new(PlbHac::new(n, total, tuning.plb_hac(kinds)).map_err(|e| err(&e))?),
-        "plb-hec" => Box::new(PlbHec::new(n, total, tuning.plb_hec()).map_err(|e| err(&e))?),
-        "hdss" => Box::new(Hdss::new(n, total, tuning.hdss()).map_err(|e| err(&e))?),
-        "acosta" => Box::new(Acosta::new(n, total, tuning.acosta()).map_err(|e| err(&e))?),
-        "greedy" => Box::new(Greedy::new(
-            total,
-            tuning
-                .initial_block
-                .unwrap_or_else(|| default_initial_block(total, n.max(1))),
-        )),
-        _ => return Err(format!("no balancer is named {name:?}")),
-    })
 }
 
 /// One PU of an epoch: a worker able to run the batch's codelet.
@@ -218,7 +189,8 @@ impl<T> std::fmt::Debug for Epoch<T> {
 
 impl<T> Epoch<T> {
     /// An epoch `id` of `tasks` over `pus`, balanced by the balancer named
-    /// `name` ([`build_balancer`]), started at `now`. On error (no PU, no
+    /// `name` (built like a divisible run's, [`BalancerSpec`]), started at
+    /// `now`. On error (no PU, no
     /// task, a balancer refusing its configuration) the tasks come back
     /// with the reason.
     pub fn new(
@@ -236,9 +208,13 @@ impl<T> Epoch<T> {
             return Err((tasks, "an epoch needs at least one task".into()));
         }
         let kinds: Vec<WorkerKind> = pus.iter().map(|p| p.kind).collect();
-        match build_balancer(name, tuning, &kinds, tasks.len() as u64) {
+        let built = BalancerSpec::parse_with(name, tuning).and_then(|spec| {
+            spec.with_worker_kinds(&kinds, &tuning.min_block)
+                .into_balancer(kinds.len(), tasks.len() as u64)
+        });
+        match built {
             Ok(b) => Epoch::with_balancer(id, name, b, pus, tasks, now),
-            Err(e) => Err((tasks, e)),
+            Err(e) => Err((tasks, format!("{name}: {e}"))),
         }
     }
 

@@ -38,13 +38,8 @@ impl SchedPolicy for Greedy {
     }
 
     fn add_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
-        let mut st = relaxed_lock(&self.state);
-        for &w in workers {
-            if !st.workers.contains(&w) {
-                st.workers.push(w);
-            }
-            self.idle.clear(w.index());
-        }
+        self.idle
+            .admit(&mut relaxed_lock(&self.state).workers, workers);
     }
 
     fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {

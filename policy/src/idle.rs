@@ -6,6 +6,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::starpu::WorkerId;
+
 /// One flag per worker id below the capacity given at construction; ids
 /// beyond it are never idle.
 #[derive(Debug)]
@@ -33,6 +35,17 @@ impl IdleFlags {
     pub fn clear(&self, w: usize) {
         if let Some(f) = self.0.get(w) {
             f.store(false, Ordering::Release);
+        }
+    }
+
+    /// Workers `added` joined a context whose worker list is `list`: each is
+    /// appended once and starts not idle.
+    pub fn admit(&self, list: &mut Vec<WorkerId>, added: &[WorkerId]) {
+        for &w in added {
+            if !list.contains(&w) {
+                list.push(w);
+            }
+            self.clear(w.index());
         }
     }
 

@@ -519,6 +519,19 @@ impl<K: Flavour> ModelPolicy<K> {
         None
     }
 
+    /// Forms an epoch of the (big) staged batch and returns `worker`'s first
+    /// task from the epochs, or, when [`MAX_EPOCHS`] are alive, places the
+    /// batch by the fallback rule.
+    fn form_or_flush(&self, st: &mut State, worker: WorkerId, now: f64) -> Option<Taken> {
+        if st.epochs.len() < MAX_EPOCHS {
+            self.form_epoch(st, now);
+            self.take_from_epochs(st, worker, now)
+        } else {
+            self.flush_staging(st);
+            None
+        }
+    }
+
     /// Everything a pop does under the state lock.
     fn take(&self, st: &mut State, worker: WorkerId, now: f64) -> Option<Taken> {
         // A small batch that stopped growing goes to the fallback queues.
@@ -540,15 +553,8 @@ impl<K: Flavour> ModelPolicy<K> {
             .staging
             .as_ref()
             .is_some_and(|s| s.is_big() && !st.same_batch_open(s));
-        if form {
-            if st.epochs.len() < MAX_EPOCHS {
-                self.form_epoch(st, now);
-                if let Some(t) = self.take_from_epochs(st, worker, now) {
-                    return Some(t);
-                }
-            } else {
-                self.flush_staging(st);
-            }
+        if form && let Some(t) = self.form_or_flush(st, worker, now) {
+            return Some(t);
         }
         if let Some((item, nimpl)) = st.take_fallback(worker) {
             return Some((item, nimpl, None));
@@ -566,9 +572,8 @@ impl<K: Flavour> ModelPolicy<K> {
             if big && st.epoch_may_give(worker) {
                 return None;
             }
-            if big && st.epochs.len() < MAX_EPOCHS {
-                self.form_epoch(st, now);
-                if let Some(t) = self.take_from_epochs(st, worker, now) {
+            if big {
+                if let Some(t) = self.form_or_flush(st, worker, now) {
                     return Some(t);
                 }
             } else {
@@ -616,13 +621,8 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
     }
 
     fn add_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
-        let mut st = relaxed_lock(&self.state);
-        for &w in workers {
-            if !st.workers.contains(&w) {
-                st.workers.push(w);
-            }
-            self.idle.clear(w.index());
-        }
+        self.idle
+            .admit(&mut relaxed_lock(&self.state).workers, workers);
     }
 
     fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
