@@ -31,6 +31,13 @@ impl Rng {
         lo + (hi - lo) * self.unit()
     }
 
+    /// Uniform in [lo, hi) in single precision (24 random bits, so the
+    /// result is exact and never reaches `hi`).
+    pub fn uniform_f32(&mut self, lo: f32, hi: f32) -> f32 {
+        let u = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+        lo + (hi - lo) * u
+    }
+
     /// Log-uniform in [lo, hi) (both > 0): spreads over orders of magnitude.
     pub fn log_range(&mut self, lo: f64, hi: f64) -> f64 {
         (lo.ln() + (hi.ln() - lo.ln()) * self.unit()).exp()

@@ -22,7 +22,7 @@ use std::ffi::{c_int, c_void};
 
 use starpu_sys as sys;
 
-use super::{Data, Handle, Rng, Verification, Workload};
+use super::{Data, Handle, Verification, Workload, input_rng};
 
 unsafe extern "C" {
     static mut plb_bs_cl: sys::starpu_codelet;
@@ -52,7 +52,6 @@ pub struct BlackScholes {
     call: Vec<f32>,
     put: Vec<f32>,
     params: Box<Params>,
-    prepared: bool,
 }
 
 /// Builds the workload of `n` options from `seed`.
@@ -62,8 +61,8 @@ pub fn build(n: u64, seed: u64) -> Result<Box<dyn Workload>, String> {
         .filter(|&n| n > 0 && n <= 1 << 28)
         .ok_or_else(|| format!("blackscholes: --n {n} out of range (1..=2^28)"))?;
     let random = |stream, lo, hi| {
-        let mut rng = Rng::new(seed, stream);
-        (0..n).map(|_| rng.uniform(lo, hi)).collect::<Vec<f32>>()
+        let mut rng = input_rng(seed, stream);
+        (0..n).map(|_| rng.uniform_f32(lo, hi)).collect::<Vec<f32>>()
     };
     Ok(Box::new(BlackScholes {
         n,
@@ -76,7 +75,6 @@ pub fn build(n: u64, seed: u64) -> Result<Box<dyn Workload>, String> {
             riskfree: RISKFREE,
             volatility: VOLATILITY,
         }),
-        prepared: false,
     }))
 }
 
@@ -115,16 +113,13 @@ impl Workload for BlackScholes {
                 "blackscholes: loading the OpenCL kernel failed ({rc})"
             ));
         }
-        self.prepared = true;
         Ok(())
     }
 
     fn release(&mut self) {
-        if self.prepared {
-            // SAFETY: after the last task, before starpu_shutdown.
-            unsafe { plb_bs_fini() };
-            self.prepared = false;
-        }
+        // SAFETY: after the last task, before starpu_shutdown, once after a
+        // successful `prepare` (the framework's contract).
+        unsafe { plb_bs_fini() };
     }
 
     fn register_block(

@@ -333,7 +333,6 @@ pub struct Grn {
     shared: Option<(Handle, Handle)>,
     /// Each block's offset, length and result array.
     blocks: Vec<(u64, u64, Vec<Best>)>,
-    prepared: bool,
 }
 
 fn build_k(n: u64, seed: u64, k: u32) -> Result<Box<dyn Workload>, String> {
@@ -347,7 +346,6 @@ fn build_k(n: u64, seed: u64, k: u32) -> Result<Box<dyn Workload>, String> {
         inst,
         shared: None,
         blocks: Vec::new(),
-        prepared: false,
     }))
 }
 
@@ -377,16 +375,13 @@ impl Workload for Grn {
         if rc != 0 {
             return Err(format!("grn: building the OpenCL kernel failed ({rc})"));
         }
-        self.prepared = true;
         Ok(())
     }
 
     fn release(&mut self) {
-        if self.prepared {
-            // SAFETY: after the last task, before starpu_shutdown.
-            unsafe { plb_grn_fini() };
-            self.prepared = false;
-        }
+        // SAFETY: after the last task, before starpu_shutdown, once after a
+        // successful `prepare` (the framework's contract).
+        unsafe { plb_grn_fini() };
     }
 
     fn register_shared(&mut self, data: &mut Data) -> Result<(), String> {

@@ -242,7 +242,6 @@ pub struct Kmeans {
     converged: bool,
     /// The first inconsistency seen between passes.
     fault: Option<String>,
-    prepared: bool,
 }
 
 /// `plb app kmeans`: `n` points.
@@ -265,7 +264,6 @@ pub fn build(n: u64, seed: u64) -> Result<Box<dyn Workload>, String> {
         iterations: 0,
         converged: false,
         fault: None,
-        prepared: false,
     }))
 }
 
@@ -285,16 +283,13 @@ impl Workload for Kmeans {
         if rc != 0 {
             return Err(format!("kmeans: building the OpenCL kernels failed ({rc})"));
         }
-        self.prepared = true;
         Ok(())
     }
 
     fn release(&mut self) {
-        if self.prepared {
-            // SAFETY: after the last task, before starpu_shutdown.
-            unsafe { plb_kmeans_fini() };
-            self.prepared = false;
-        }
+        // SAFETY: after the last task, before starpu_shutdown, once after a
+        // successful `prepare` (the framework's contract).
+        unsafe { plb_kmeans_fini() };
     }
 
     fn register_shared(&mut self, data: &mut Data) -> Result<(), String> {

@@ -22,7 +22,7 @@ use std::ffi::c_int;
 
 use starpu_sys as sys;
 
-use super::{Data, Handle, Rng, Verification, Workload};
+use super::{Data, Handle, Verification, Workload, input_rng};
 
 unsafe extern "C" {
     static mut plb_mm_cl: sys::starpu_codelet;
@@ -43,7 +43,6 @@ pub struct Mm {
     b: Vec<f32>,
     c: Vec<f32>,
     a_handle: Option<Handle>,
-    prepared: bool,
 }
 
 /// Builds the workload of size `n` (A, B, C are n x n).
@@ -53,9 +52,9 @@ pub fn build(n: u64, seed: u64) -> Result<Box<dyn Workload>, String> {
         .filter(|&n| n > 0 && n <= 1 << 15)
         .ok_or_else(|| format!("mm: --n {n} out of range (1..=32768)"))?;
     let random = |stream| {
-        let mut rng = Rng::new(seed, stream);
+        let mut rng = input_rng(seed, stream);
         (0..n * n)
-            .map(|_| rng.uniform(0.0, 1.0))
+            .map(|_| rng.uniform_f32(0.0, 1.0))
             .collect::<Vec<f32>>()
     };
     Ok(Box::new(Mm {
@@ -65,7 +64,6 @@ pub fn build(n: u64, seed: u64) -> Result<Box<dyn Workload>, String> {
         b: random(2),
         c: super::zeroed(n * n),
         a_handle: None,
-        prepared: false,
     }))
 }
 
@@ -115,16 +113,13 @@ impl Workload for Mm {
         if rc != 0 {
             return Err(format!("mm: loading the OpenCL kernel failed ({rc})"));
         }
-        self.prepared = true;
         Ok(())
     }
 
     fn release(&mut self) {
-        if self.prepared {
-            // SAFETY: after the last task, before starpu_shutdown.
-            unsafe { plb_mm_fini() };
-            self.prepared = false;
-        }
+        // SAFETY: after the last task, before starpu_shutdown, once after a
+        // successful `prepare` (the framework's contract).
+        unsafe { plb_mm_fini() };
     }
 
     fn register_shared(&mut self, data: &mut Data) -> Result<(), String> {
@@ -168,7 +163,7 @@ impl Workload for Mm {
 
     fn verify(&self) -> Verification {
         let n = self.n;
-        let mut rng = Rng::new(self.seed, 3);
+        let mut rng = input_rng(self.seed, 3);
         let mut samples: Vec<(usize, usize)> =
             (0..n).map(|j| (rng.below(n as u64) as usize, j)).collect();
         samples.extend(

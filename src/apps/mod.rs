@@ -121,7 +121,8 @@ pub trait Workload {
     fn prepare(&mut self) -> Result<(), String> {
         Ok(())
     }
-    /// After the last task, before `starpu_shutdown`.
+    /// After the last task, before `starpu_shutdown`; called exactly once,
+    /// and only after `prepare` succeeded.
     fn release(&mut self) {}
     /// Registers the data every block uses (e.g. a replicated matrix).
     fn register_shared(&mut self, _data: &mut Data) -> Result<(), String> {
@@ -176,36 +177,12 @@ pub fn zeroed(len: usize) -> Vec<f32> {
     v
 }
 
-/// Deterministic pseudo-random numbers (SplitMix64) for the inputs.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// The generator of stream `stream` (one per input array) of `seed`.
-    pub fn new(seed: u64, stream: u64) -> Rng {
-        let mut r = Rng(seed ^ stream.wrapping_mul(0xA076_1D64_78BD_642F));
-        r.next_u64();
-        r
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[lo, hi)` (24 random bits).
-    pub fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
-        let u = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
-        lo + (hi - lo) * u
-    }
-
-    /// Uniform in `[0, n)`.
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
+/// The input generator of stream `stream` (one per input array) of `seed`
+/// (plb-core's SplitMix64).
+pub fn input_rng(seed: u64, stream: u64) -> plb_core::rng::Rng {
+    let mut r = plb_core::rng::Rng::new(seed ^ stream.wrapping_mul(0xA076_1D64_78BD_642F));
+    r.next_u64();
+    r
 }
 
 /// A deliberate scheduling fault (hidden `--inject-fault`), to show that
@@ -403,16 +380,16 @@ mod tests {
     #[test]
     fn rng_is_deterministic_and_in_range() {
         let a: Vec<f32> = {
-            let mut r = Rng::new(7, 1);
-            (0..100).map(|_| r.uniform(2.0, 3.0)).collect()
+            let mut r = input_rng(7, 1);
+            (0..100).map(|_| r.uniform_f32(2.0, 3.0)).collect()
         };
-        let mut r = Rng::new(7, 1);
+        let mut r = input_rng(7, 1);
         for &x in &a {
-            assert_eq!(x, r.uniform(2.0, 3.0));
+            assert_eq!(x, r.uniform_f32(2.0, 3.0));
             assert!((2.0..3.0).contains(&x));
         }
-        let mut other = Rng::new(7, 2);
-        assert_ne!(a[0], other.uniform(2.0, 3.0));
+        let mut other = input_rng(7, 2);
+        assert_ne!(a[0], other.uniform_f32(2.0, 3.0));
         assert!((0..1000).all(|_| r.below(10) < 10));
     }
 
