@@ -44,6 +44,7 @@ impl Session {
             ncpus,
             nopencl: 0,
             opencl_on_cpus: false,
+            policy: "greedy",
         };
         let home = start_starpu(&lock, "plb-dl", name, setup);
         Session {

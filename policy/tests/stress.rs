@@ -38,6 +38,7 @@ const CPUS_ONLY: Setup = Setup {
     ncpus: -1,
     nopencl: 0,
     opencl_on_cpus: false,
+    policy: "greedy",
 };
 
 /// StarPU initialised with our greedy policy; shut down on drop (also when
@@ -621,6 +622,7 @@ fn a_task_only_one_worker_type_can_run_never_goes_to_another() {
             ncpus: 1,
             nopencl: 1,
             opencl_on_cpus: true,
+            policy: "greedy",
         },
     );
     let ncpu = count_by_type(sys::STARPU_CPU_WORKER);

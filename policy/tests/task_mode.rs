@@ -9,7 +9,6 @@
 //! and arm a watchdog that aborts on a deadlock.
 
 use std::ffi::{CStr, c_int, c_void};
-use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{MutexGuard, OnceLock};
@@ -18,13 +17,10 @@ use std::time::{Duration, Instant};
 
 use starpu_plb::diagnostics::abandoned_tasks;
 use starpu_plb::model_policy::{TaskModeCounters, task_mode_counters};
-use starpu_plb::starpu::policy_by_name;
 use starpu_sys as sys;
 
-// The harness's greedy start-up (`start_starpu`, `Setup`) is not used here.
-#[allow(dead_code)]
 mod common;
-use common::{Watchdog, clean_up_after_shutdown, lock_starpu};
+use common::{Setup, Watchdog, clean_up_after_shutdown, lock_starpu, start_starpu};
 
 const WATCHDOG_LIMIT: Duration = Duration::from_secs(120);
 
@@ -35,22 +31,6 @@ const TASK_US: u64 = 150;
 /// Chains of dependent tasks alternating two codelets.
 const CHAINS: usize = 100;
 const CHAIN_LEN: usize = 10;
-
-/// Environment variables that would override the configuration.
-const OVERRIDING_VARS: &[&str] = &[
-    "STARPU_SCHED",
-    "STARPU_SCHED_LIB",
-    "STARPU_NCPU",
-    "STARPU_NCPUS",
-    "STARPU_NCUDA",
-    "STARPU_NOPENCL",
-    "STARPU_NMIC",
-    "STARPU_NMPI_MS",
-    "STARPU_OPENCL_ON_CPUS",
-    "STARPU_OPENCL_ONLY_ON_CPUS",
-    "STARPU_LIMIT_MAX_SUBMITTED_TASKS",
-    "STARPU_LIMIT_MIN_SUBMITTED_TASKS",
-];
 
 /// StarPU initialised with `policy` on two CPU workers; shut down on drop.
 struct Session {
@@ -64,32 +44,13 @@ impl Session {
     fn start(policy: &'static str) -> Session {
         let lock = lock_starpu();
         let watchdog = Watchdog::arm("task_mode", WATCHDOG_LIMIT);
-        let home =
-            std::env::temp_dir().join(format!("plb-task-mode-{}-{policy}", std::process::id()));
-        std::fs::create_dir_all(&home).expect("creating a private STARPU_HOME");
-        // SAFETY: the environment is only changed under STARPU_LOCK, while
-        // no StarPU thread exists.
-        unsafe {
-            for var in OVERRIDING_VARS {
-                std::env::remove_var(var);
-            }
-            std::env::set_var("STARPU_HOME", &home);
-            std::env::set_var("STARPU_SILENT", "1");
-        }
-        let sched = policy_by_name(policy).expect("the policy is registered");
-        let mut conf = MaybeUninit::<sys::starpu_conf>::zeroed();
-        // SAFETY: starpu_conf_init fills the whole struct (zeroed anyway).
-        assert_eq!(unsafe { sys::starpu_conf_init(conf.as_mut_ptr()) }, 0);
-        // SAFETY: initialised just above.
-        let mut conf = unsafe { conf.assume_init() };
-        conf.sched_policy = sched;
-        conf.sched_policy_name = std::ptr::null();
-        conf.ncpus = 2;
-        conf.nopencl = 0;
-        conf.ncuda = 0;
-        // SAFETY: valid conf, StarPU not initialised (the lock is held).
-        let rc = unsafe { sys::starpu_init(&mut conf) };
-        assert_eq!(rc, 0, "starpu_init failed ({rc})");
+        let setup = Setup {
+            ncpus: 2,
+            nopencl: 0,
+            opencl_on_cpus: false,
+            policy,
+        };
+        let home = start_starpu(&lock, "plb-task-mode", policy, setup);
         Session {
             home,
             running: true,

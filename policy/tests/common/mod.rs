@@ -88,9 +88,11 @@ pub struct Setup {
     /// Sets `STARPU_OPENCL_ON_CPUS=1` so PoCL's CPU device counts as an
     /// OpenCL device.
     pub opencl_on_cpus: bool,
+    /// Our policy to install (`greedy`, `plb-hac`, ...).
+    pub policy: &'static str,
 }
 
-/// Initialises StarPU with our greedy policy and `setup`, in a fresh
+/// Initialises StarPU with `setup` (its policy and workers), in a fresh
 /// private `STARPU_HOME` named after `prefix` and `name`, which it returns.
 /// The caller must hold [`lock_starpu`], shut StarPU down itself, then
 /// call [`clean_up_after_shutdown`].
@@ -115,7 +117,7 @@ pub fn start_starpu(
             std::env::set_var("STARPU_OPENCL_ON_CPUS", "1");
         }
     }
-    let policy = policy_by_name("greedy").expect("the greedy policy is registered");
+    let policy = policy_by_name(setup.policy).expect("the policy is registered");
     let mut conf = MaybeUninit::<sys::starpu_conf>::zeroed();
     // SAFETY: starpu_conf_init fills the whole struct (zeroed anyway).
     let rc = unsafe { sys::starpu_conf_init(conf.as_mut_ptr()) };
