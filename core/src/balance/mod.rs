@@ -57,6 +57,12 @@ pub enum Decision {
     Run(Block),
     /// Nothing for you now; ask again after the next completion (a
     /// synchronisation point, or work that another PU must finish first).
+    /// A `Wait` may itself change the balancer's state (PLB-HAC: the asker
+    /// opens a virtual step in which its own share is 0, so the PUs that
+    /// waited before now have blocks): every driver therefore asks its
+    /// waiting PUs again when no block is in flight, and only when a couple
+    /// of such rounds hand nothing out does it report a stall
+    /// (`sim::simulate`, the StarPU divisible-load run, task-mode epochs).
     Wait,
     /// No work will ever come for this PU.
     Done,
