@@ -139,12 +139,7 @@ static void bs_opencl(void *buffers[], void *arg)
 		STARPU_OPENCL_REPORT_ERROR(err);
 	size_t local = 64;
 	size_t global = ((size_t)n + local - 1) / local * local;
-	err = clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &global, &local, 0, NULL, NULL);
-	if (err != CL_SUCCESS)
-		STARPU_OPENCL_REPORT_ERROR(err);
-	clFinish(queue);
-	starpu_opencl_release_kernel(kernel);
-	plb_app_finish(arg, t0);
+	plb_app_opencl_run(queue, kernel, 1, &global, &local, arg, t0);
 }
 #endif
 

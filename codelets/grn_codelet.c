@@ -79,12 +79,7 @@ static void grn_opencl(void *buffers[], void *arg)
 	if (err != CL_SUCCESS)
 		STARPU_OPENCL_REPORT_ERROR(err);
 	size_t global = n;
-	err = clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &global, NULL, 0, NULL, NULL);
-	if (err != CL_SUCCESS)
-		STARPU_OPENCL_REPORT_ERROR(err);
-	clFinish(queue);
-	starpu_opencl_release_kernel(kernel);
-	plb_app_finish(arg, t0);
+	plb_app_opencl_run(queue, kernel, 1, &global, NULL, arg, t0);
 }
 #endif
 

@@ -134,12 +134,7 @@ static void mm_opencl(void *buffers[], void *arg)
 		STARPU_OPENCL_REPORT_ERROR(err);
 	size_t local[2] = { MM_TM, 1 };
 	size_t global[2] = { (size_t)(m + MM_TM - 1) / MM_TM * MM_TM, (size_t)(n + MM_WN - 1) / MM_WN };
-	err = clEnqueueNDRangeKernel(queue, kernel, 2, NULL, global, local, 0, NULL, NULL);
-	if (err != CL_SUCCESS)
-		STARPU_OPENCL_REPORT_ERROR(err);
-	clFinish(queue);
-	starpu_opencl_release_kernel(kernel);
-	plb_app_finish(arg, t0);
+	plb_app_opencl_run(queue, kernel, 2, global, local, arg, t0);
 }
 #endif
 

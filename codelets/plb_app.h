@@ -87,6 +87,21 @@ static inline void plb_app_opencl_unload(struct starpu_opencl_program *program, 
 		starpu_opencl_unload_opencl(program);
 	*loaded = 0;
 }
+
+/* Runs kernel over dims dimensions of global work items (local may be NULL),
+ * waits for it, releases it and reports the task's time since t0_us
+ * (plb_app_finish): the end every OpenCL codelet shares. */
+static inline void plb_app_opencl_run(cl_command_queue queue, cl_kernel kernel, cl_uint dims,
+				      const size_t *global, const size_t *local, void *cl_arg,
+				      double t0_us)
+{
+	cl_int err = clEnqueueNDRangeKernel(queue, kernel, dims, NULL, global, local, 0, NULL, NULL);
+	if (err != CL_SUCCESS)
+		STARPU_OPENCL_REPORT_ERROR(err);
+	clFinish(queue);
+	starpu_opencl_release_kernel(kernel);
+	plb_app_finish(cl_arg, t0_us);
+}
 #endif
 
 #endif /* PLB_APP_H */

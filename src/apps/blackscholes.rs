@@ -62,7 +62,9 @@ pub fn build(n: u64, seed: u64) -> Result<Box<dyn Workload>, String> {
         .ok_or_else(|| format!("blackscholes: --n {n} out of range (1..=2^28)"))?;
     let random = |stream, lo, hi| {
         let mut rng = input_rng(seed, stream);
-        (0..n).map(|_| rng.uniform_f32(lo, hi)).collect::<Vec<f32>>()
+        (0..n)
+            .map(|_| rng.uniform_f32(lo, hi))
+            .collect::<Vec<f32>>()
     };
     Ok(Box::new(BlackScholes {
         n,
