@@ -23,10 +23,17 @@
 use std::time::{Duration, Instant};
 
 use plb_core::balance::sim::{
-    BALANCERS, SimError, SimOptions, SimPu, SimReport, build_balancer, optimum_split, simulate,
+    BALANCERS, SimError, SimOptions, SimPu, SimReport, optimum_split, simulate,
     true_time,
 };
 use plb_core::balance::{Balancer, Completion, Decision, PuId};
+
+/// A balancer from the registry, by name.
+fn build_balancer(name: &str, n: usize, total: u64) -> Result<Box<dyn Balancer>, String> {
+    plb_core::balance::registry::build(name, n, total)
+        .map(|b| b as Box<dyn Balancer>)
+        .map_err(|e| e.to_string())
+}
 use plb_core::platform::Platform;
 use plb_core::workload::{self, App, DeviceCurve, sim_pus};
 
@@ -471,7 +478,7 @@ const EXP_NOISE: f64 = 0.03;
 
 /// The contenders of experiments 1 and 3; greedy (blocks of W/64) is the
 /// baseline of the speedups.
-const EXP_BALANCERS: [&str; 5] = ["greedy W/64", "hdss", "acosta", "plb-hec", "plb-hac"];
+const EXP_BALANCERS: [&str; 5] = ["greedy:W/64", "hdss", "acosta", "plb-hec", "plb-hac"];
 
 /// Options of an `expN` subcommand.
 struct ExpArgs {
@@ -999,7 +1006,7 @@ fn exp4(a: &ExpArgs) -> Result<(), String> {
         spread_header("gpuA_share_before_pct"),
         spread_header("gpuA_share_after_pct")
     ))?;
-    for name in ["plb-hac", "hdss", "greedy W/64"] {
+    for name in ["plb-hac", "hdss", "greedy:W/64"] {
         let (mut m, mut before, mut after) = (Vec::new(), Vec::new(), Vec::new());
         for s in 1..=a.reps {
             let r = exp_run(name, &pus, total, s)?;

@@ -3,7 +3,7 @@
 //! is SIMULATED (virtual time on true curves), never measured.
 
 use plb_core::balance::sim::{
-    SimOptions, SimPu, SimReport, SpeedChange, build_balancer, optimum, optimum_split, simulate,
+    SimOptions, SimPu, SimReport, SpeedChange, optimum, optimum_split, simulate,
     true_time,
 };
 use plb_core::balance::{Block, Greedy};
@@ -324,14 +324,14 @@ fn no_noise_free_run_beats_the_one_block_optimum() {
     let total = a.paper_units();
     let opt = optimum(&pus, total);
     for name in [
-        "greedy W/256",
-        "greedy W/16",
+        "greedy:W/256",
+        "greedy:W/16",
         "hdss",
         "acosta",
-        "plb-hec/fast",
+        "plb-hec:solver=fast",
         "plb-hac",
     ] {
-        let mut b = build_balancer(name, pus.len(), total).unwrap();
+        let mut b = plb_core::balance::registry::build(name, pus.len(), total).unwrap();
         let r = simulate(
             b.as_mut(),
             &pus,
@@ -399,7 +399,7 @@ fn a_1000_pu_run_covers_every_unit_exactly_once() {
     assert_exact_coverage(&r, 1000, total);
     assert!(r.units.iter().all(|&u| u > 0));
     // PLB-HAC on the same platform.
-    let mut b = build_balancer("plb-hac", pus.len(), total).unwrap();
+    let mut b = plb_core::balance::registry::build("plb-hac", pus.len(), total).unwrap();
     let r = simulate(
         b.as_mut(),
         &pus,
@@ -427,10 +427,10 @@ fn runs_are_deterministic_for_a_seed() {
     let pus = sim_pus(&p, &a);
     let total = 3_000_000;
     let run = |name: &str, seed: u64| {
-        let mut b = build_balancer(name, pus.len(), total).unwrap();
+        let mut b = plb_core::balance::registry::build(name, pus.len(), total).unwrap();
         simulate(b.as_mut(), &pus, total, SimOptions { noise: 0.05, seed }).unwrap()
     };
-    for name in ["greedy W/3000", "hdss", "plb-hac"] {
+    for name in ["greedy:W/3000", "hdss", "plb-hac"] {
         let (r1, r2, r3) = (run(name, 11), run(name, 11), run(name, 12));
         assert_eq!(r1, r2, "{name}");
         assert_ne!(

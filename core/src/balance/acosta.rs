@@ -9,7 +9,8 @@
 //! section "Acosta".
 
 use super::plb_hec::default_initial_block;
-use super::{Balancer, Completion, ConfigError, Decision, PuId, WorkPool};
+use super::registry::{Args, BuildContext, Entry};
+use super::{Balancer, BalancerStats, Completion, ConfigError, Decision, PuId, WorkPool};
 use crate::baselines::acosta_step;
 use crate::rounding::round_to_units;
 
@@ -230,7 +231,35 @@ impl Balancer for Acosta {
     fn remaining(&self) -> u64 {
         self.pool.remaining()
     }
+
+    fn stats(&self) -> BalancerStats {
+        let s = &self.stats;
+        BalancerStats {
+            counters: vec![
+                ("refits", s.rebalances),
+                ("rebalances", s.rebalances),
+                ("iterations", s.iterations),
+                ("kept", s.kept),
+                ("fallbacks", s.fallbacks),
+                ("waits", s.waits),
+            ],
+        }
+    }
 }
+
+fn build(_args: &Args, ctx: &BuildContext<'_>) -> Result<Box<dyn Balancer + Send>, String> {
+    Ok(Box::new(
+        Acosta::new(ctx.pus, ctx.total, ctx.tuning.acosta()).map_err(|e| e.to_string())?,
+    ))
+}
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "acosta",
+    summary: "Acosta et al.: iterative relative-power rebalancing at synchronisation points \
+              (task mode: epochs of same-codelet tasks; divisible mode: blocks)",
+    params: &[],
+    build,
+};
 
 #[cfg(test)]
 mod tests {

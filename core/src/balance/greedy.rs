@@ -1,5 +1,7 @@
 //! The greedy baseline: equal blocks to whichever PU is idle.
 
+use super::plb_hec::default_initial_block;
+use super::registry::{Args, BuildContext, Entry, Param};
 use super::{Balancer, Completion, Decision, PuId, WorkPool};
 
 /// Equal blocks of `block` units (the last one shorter) to each idle PU.
@@ -37,3 +39,43 @@ impl Balancer for Greedy {
         self.pool.remaining()
     }
 }
+
+/// Blocks of `text` units: `N` (N >= 1) or `W/D` (`total / D`, at least 1).
+fn block_of(text: &str, total: u64) -> Option<u64> {
+    match text.strip_prefix("W/") {
+        Some(d) => d
+            .parse::<u64>()
+            .ok()
+            .filter(|&d| d > 0)
+            .map(|d| (total / d).max(1)),
+        None => text.parse::<u64>().ok().filter(|&b| b > 0),
+    }
+}
+
+fn check_block(text: &str) -> bool {
+    block_of(text, 1).is_some()
+}
+
+fn build(args: &Args, ctx: &BuildContext<'_>) -> Result<Box<dyn Balancer + Send>, String> {
+    let block = match args.get("block") {
+        Some(v) => block_of(v, ctx.total).ok_or_else(|| format!("block = {v:?}"))?,
+        None => ctx
+            .tuning
+            .initial_block
+            .unwrap_or_else(|| default_initial_block(ctx.total, ctx.pus)),
+    };
+    Ok(Box::new(Greedy::new(ctx.total, block)))
+}
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "greedy",
+    summary: "plb greedy baseline: task mode, a central FIFO giving each ready task to the first \
+              idle worker able to run it; divisible mode, equal blocks (greedy:<units> or \
+              greedy:W/<d>) to whichever worker is idle",
+    params: &[Param {
+        key: "block",
+        accepted: "units >= 1, or W/<d> with d >= 1",
+        check: check_block,
+    }],
+    build,
+};

@@ -9,7 +9,8 @@
 //! section "HDSS".
 
 use super::plb_hec::default_initial_block;
-use super::{Balancer, Completion, ConfigError, Decision, PuId, WorkPool};
+use super::registry::{Args, BuildContext, Entry};
+use super::{Balancer, BalancerStats, Completion, ConfigError, Decision, PuId, WorkPool};
 use crate::baselines::HdssCurve;
 
 /// Parameters of [`Hdss`]. Validated by [`Hdss::new`].
@@ -291,7 +292,36 @@ impl Balancer for Hdss {
     fn remaining(&self) -> u64 {
         self.pool.remaining()
     }
+
+    fn stats(&self) -> BalancerStats {
+        let s = &self.stats;
+        BalancerStats {
+            counters: vec![
+                ("refits", s.fits),
+                ("fits", s.fits),
+                ("adaptive_blocks", s.adaptive_blocks),
+                ("adaptive_units", s.adaptive_units),
+                ("completion_blocks", s.completion_blocks),
+                ("unfitted", s.unfitted),
+                ("waits", s.waits),
+            ],
+        }
+    }
 }
+
+fn build(_args: &Args, ctx: &BuildContext<'_>) -> Result<Box<dyn Balancer + Send>, String> {
+    Ok(Box::new(
+        Hdss::new(ctx.pus, ctx.total, ctx.tuning.hdss()).map_err(|e| e.to_string())?,
+    ))
+}
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "hdss",
+    summary: "HDSS: adaptive phase fitting log curves, then decreasing weighted blocks \
+              (task mode: epochs of same-codelet tasks; divisible mode: blocks)",
+    params: &[],
+    build,
+};
 
 #[cfg(test)]
 mod tests {

@@ -13,21 +13,37 @@
 //! given twice or skipped: every balancer only decides block *sizes* and
 //! *who* gets them.
 
+//!
+//! [`driver`] runs the protocol (who asks when, blocks in flight, `Wait`
+//! and stalls, exact coverage) for every caller: the simulator
+//! ([`sim`]), the StarPU divisible-load API and task-mode epochs.
+//! [`registry`] maps a name (`plb-hac`, `greedy:64`, ...) to a balancer
+//! for all of them; adding a balancer is one file here and one line
+//! there (`docs/architecture.md`, "Adding a balancer").
+
 mod acosta;
+pub mod driver;
 mod greedy;
 mod hdss;
 pub mod plb_hac;
 mod plb_hec;
 mod pool;
+pub mod registry;
 pub mod scenarios;
 pub mod sim;
+mod static_split;
+pub mod tuning;
 
 pub use acosta::{Acosta, AcostaConfig, AcostaStats};
+pub use driver::{Driver, DriverError, Issued, Status};
 pub use greedy::Greedy;
 pub use hdss::{Hdss, HdssConfig, HdssStats};
 pub use plb_hac::{PlbHac, PlbHacConfig, PlbHacConfigError, PlbHacStats, StepSolution};
 pub use plb_hec::{PlbHec, PlbHecConfig, PlbHecStats, default_initial_block};
 pub use pool::WorkPool;
+pub use registry::{BalancerSpec, BuildContext, SpecError};
+pub use static_split::{Static, StaticConfig};
+pub use tuning::{WorkerKind, Tuning};
 
 /// Index of a processing unit in the balancer's PU list.
 pub type PuId = usize;
@@ -62,7 +78,8 @@ pub enum Decision {
     /// waited before now have blocks): every driver therefore asks its
     /// waiting PUs again when no block is in flight, and only when a couple
     /// of such rounds hand nothing out does it report a stall
-    /// (`sim::simulate`, the StarPU divisible-load run, task-mode epochs).
+    /// ([`driver::Driver`], which the simulator, the StarPU divisible-load
+    /// run and task-mode epochs share).
     Wait,
     /// No work will ever come for this PU.
     Done,
@@ -137,5 +154,117 @@ pub trait Balancer {
     /// PU `pu` is running (`None`: no prediction, or no block running).
     fn predicted_s(&self, _pu: PuId) -> Option<f64> {
         None
+    }
+
+    /// The balancer's own counters (`refits` first: model updates of any
+    /// kind, 0 for balancers without models).
+    fn stats(&self) -> BalancerStats {
+        BalancerStats::default()
+    }
+
+    /// The step solutions it keeps (PLB-HAC), oldest first, for traces;
+    /// the `solves` counter of [`Balancer::stats`] counts every one made.
+    fn solutions(&self) -> Vec<&StepSolution> {
+        Vec::new()
+    }
+
+    /// A balancer for the next `total` units over the same PUs that starts
+    /// from what this one learned (the next pass of an iterative
+    /// application); `None`: the algorithm defines no carry-over and the
+    /// caller starts afresh.
+    fn continue_with(&self, _total: u64) -> Option<Result<Box<dyn Balancer + Send>, String>> {
+        None
+    }
+}
+
+/// A boxed balancer is a balancer (drivers own `Box<dyn Balancer + Send>`).
+impl<T: Balancer + ?Sized> Balancer for Box<T> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn next(&mut self, pu: PuId, now: f64) -> Decision {
+        (**self).next(pu, now)
+    }
+    fn completed(&mut self, done: Completion) {
+        (**self).completed(done)
+    }
+    fn remaining(&self) -> u64 {
+        (**self).remaining()
+    }
+    fn predicted_s(&self, pu: PuId) -> Option<f64> {
+        (**self).predicted_s(pu)
+    }
+    fn stats(&self) -> BalancerStats {
+        (**self).stats()
+    }
+    fn solutions(&self) -> Vec<&StepSolution> {
+        (**self).solutions()
+    }
+    fn continue_with(&self, total: u64) -> Option<Result<Box<dyn Balancer + Send>, String>> {
+        (**self).continue_with(total)
+    }
+}
+
+/// A borrowed balancer is a balancer (the simulator drives `&mut dyn
+/// Balancer`).
+impl<T: Balancer + ?Sized> Balancer for &mut T {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn next(&mut self, pu: PuId, now: f64) -> Decision {
+        (**self).next(pu, now)
+    }
+    fn completed(&mut self, done: Completion) {
+        (**self).completed(done)
+    }
+    fn remaining(&self) -> u64 {
+        (**self).remaining()
+    }
+    fn predicted_s(&self, pu: PuId) -> Option<f64> {
+        (**self).predicted_s(pu)
+    }
+    fn stats(&self) -> BalancerStats {
+        (**self).stats()
+    }
+    fn solutions(&self) -> Vec<&StepSolution> {
+        (**self).solutions()
+    }
+    fn continue_with(&self, total: u64) -> Option<Result<Box<dyn Balancer + Send>, String>> {
+        (**self).continue_with(total)
+    }
+}
+
+/// Named counters of a balancer ([`Balancer::stats`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BalancerStats {
+    /// `(name, value)` pairs, `refits` first when the balancer has models.
+    pub counters: Vec<(&'static str, u64)>,
+}
+
+impl BalancerStats {
+    /// The counter named `name`, if the balancer keeps it.
+    pub fn get(&self, name: &str) -> Option<u64> {
+        self.counters
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, v)| v)
+    }
+
+    /// Model updates (PLB-HAC/PLB-HeC refits, HDSS weight fits, Acosta
+    /// rebalances); 0 for balancers without models.
+    pub fn refits(&self) -> u64 {
+        self.get("refits").unwrap_or(0)
+    }
+}
+
+impl std::fmt::Display for BalancerStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (n, v)) in self.counters.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{n}={v}")?;
+        }
+        Ok(())
     }
 }

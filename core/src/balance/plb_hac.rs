@@ -98,7 +98,8 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-use super::{Balancer, Block, Completion, Decision, PuId, WorkPool};
+use super::registry::{self, Args, BuildContext, Entry};
+use super::{Balancer, BalancerStats, Block, Completion, Decision, PuId, WorkPool};
 use crate::fit::{FitConfig, PuModel};
 use crate::model::TimeModel;
 use crate::rounding::round_to_units;
@@ -865,11 +866,58 @@ impl Balancer for PlbHac {
         self.pool.remaining()
     }
 
+    fn stats(&self) -> BalancerStats {
+        let s = &self.stats;
+        BalancerStats {
+            counters: vec![
+                ("refits", s.refits),
+                ("training_blocks", s.training_blocks),
+                ("step_blocks", s.step_blocks),
+                ("gap_blocks", s.gap_blocks),
+                ("gap_units", s.gap_units),
+                ("fit_failures", s.fit_failures),
+                ("rejected_samples", s.rejected_samples),
+                ("solves", s.solves),
+                ("solver_fallbacks", s.solver_fallbacks),
+                ("stragglers", s.stragglers),
+                ("drift_rescales", s.drift_rescales),
+            ],
+        }
+    }
+
+    fn solutions(&self) -> Vec<&StepSolution> {
+        PlbHac::solutions(self).collect()
+    }
+
+    fn continue_with(&self, total: u64) -> Option<Result<Box<dyn Balancer + Send>, String>> {
+        Some(
+            PlbHac::resume(self, total, self.cfg.clone())
+                .map(|b| Box::new(b) as Box<dyn Balancer + Send>)
+                .map_err(|e| e.to_string()),
+        )
+    }
+
     fn predicted_s(&self, pu: PuId) -> Option<f64> {
         let r = self.running.get(pu)?.as_ref()?;
         r.predicted_end.map(|end| end - r.start)
     }
 }
+
+fn build(args: &Args, ctx: &BuildContext<'_>) -> Result<Box<dyn Balancer + Send>, String> {
+    let mut cfg = ctx.tuning.plb_hac_for(ctx.kinds);
+    cfg.solver = registry::solver(args, ctx.tuning, cfg.solver);
+    Ok(Box::new(
+        PlbHac::new(ctx.pus, ctx.total, cfg).map_err(|e| e.to_string())?,
+    ))
+}
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "plb-hac",
+    summary: "PLB-HAC: fitted per-worker performance curves, equal-finish-time virtual steps \
+              (task mode: epochs of same-codelet tasks; divisible mode: blocks of units)",
+    params: &[registry::SOLVER_PARAM],
+    build,
+};
 
 #[cfg(test)]
 mod tests {

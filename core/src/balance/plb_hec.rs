@@ -11,7 +11,8 @@
 //! The exact rules (and every interpretation) are in `docs/balancers.md`,
 //! section "PLB-HeC".
 
-use super::{Balancer, Completion, ConfigError, Decision, PuId, WorkPool};
+use super::registry::{self, Args, BuildContext, Entry};
+use super::{Balancer, BalancerStats, Completion, ConfigError, Decision, PuId, WorkPool};
 use crate::fit::{FitConfig, PuModel, R2_TARGET};
 use crate::model::{LinearModel, TimeModel};
 use crate::rounding::round_to_units;
@@ -530,7 +531,42 @@ impl Balancer for PlbHec {
     fn remaining(&self) -> u64 {
         self.pool.remaining()
     }
+
+    fn stats(&self) -> BalancerStats {
+        let s = &self.stats;
+        BalancerStats {
+            counters: vec![
+                ("refits", s.refits),
+                ("training_rounds", s.training_rounds),
+                ("training_units", s.training_units),
+                ("detections", s.detections),
+                ("rebalances", s.rebalances),
+                ("fit_failures", s.fit_failures),
+                ("solves", s.solves),
+                ("solver_fallbacks", s.solver_fallbacks),
+                ("exec_blocks", s.exec_blocks),
+                ("fillers", s.fillers),
+                ("waits", s.waits),
+            ],
+        }
+    }
 }
+
+fn build(args: &Args, ctx: &BuildContext<'_>) -> Result<Box<dyn Balancer + Send>, String> {
+    let mut cfg = ctx.tuning.plb_hec();
+    cfg.primary = registry::solver(args, ctx.tuning, cfg.primary);
+    Ok(Box::new(
+        PlbHec::new(ctx.pus, ctx.total, cfg).map_err(|e| e.to_string())?,
+    ))
+}
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "plb-hec",
+    summary: "PLB-HeC: 1/2/4/8 training, fitted curves, one equal-finish-time split with \
+              rebalancing (task mode: epochs of same-codelet tasks; divisible mode: blocks)",
+    params: &[registry::SOLVER_PARAM],
+    build,
+};
 
 #[cfg(test)]
 mod tests {

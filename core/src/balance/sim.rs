@@ -1,7 +1,7 @@
-//! The virtual-time driver of every balancer: simulated PUs with true
-//! performance curves, a binary-heap event queue (one completion per event,
-//! `O(log n)` per block plus the balancer's own cost), exact coverage and
-//! stall checks. Used by the balancers' tests, `plb experiment` and the
+//! The simulator: simulated PUs with true performance curves and a
+//! binary-heap event queue (one completion per event, `O(log n)` per block
+//! plus the balancer's own cost) around the shared protocol driver
+//! ([`super::driver`]: coverage and stall checks). Used by the balancers' tests, `plb experiment` and the
 //! cluster-scale simulator (`crate::platform`, `crate::workload`,
 //! `docs/simulator.md`). Results are simulated, never measured.
 //!
@@ -9,13 +9,14 @@
 //! that gets a block runs it for `compute + transfer` seconds; when the
 //! earliest running block ends, the balancer is told
 //! ([`Balancer::completed`]), then that PU and every PU that answered
-//! [`Decision::Wait`] since the previous completion ask again, in id order,
-//! at that time. A PU answered [`Decision::Done`] is never asked again.
+//! [`Wait`](super::Decision::Wait) since the previous completion ask again, in id order,
+//! at that time. A PU answered [`Done`](super::Decision::Done) is never asked again.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use super::{Balancer, Block, Completion, Decision, PuId};
+use super::driver::{Driver, Issued, Status};
+use super::{Balancer, Block, PuId};
 use crate::model::TimeModel;
 use crate::rng::Rng;
 use crate::solve::{Distribution, FastSolver};
@@ -145,16 +146,9 @@ pub enum SimError {
         /// Units never handed out.
         remaining: u64,
     },
-    /// Units were handed out twice or never: the blocks do not tile
-    /// `[0, total)`.
-    Coverage(String),
-    /// A block handed to PU `asked` names another PU.
-    WrongPu {
-        /// The PU that asked.
-        asked: PuId,
-        /// The block it was given.
-        block: Block,
-    },
+    /// The balancer handed out an invalid block (wrong PU, empty,
+    /// overlapping, past `W`) or told every PU `Done` with units left.
+    Fault(String),
     /// A true model gave a non-finite or negative time.
     BadTime {
         /// The PU.
@@ -190,7 +184,8 @@ impl PartialOrd for Running {
     }
 }
 
-/// Runs `balancer` over `total` units on `pus` until every PU is done.
+/// Runs `balancer` over `total` units on `pus` until every PU is done,
+/// through the shared protocol driver ([`Driver`]).
 ///
 /// Cost: one heap operation (`O(log n)`) per block, plus one
 /// [`Balancer::next`] call per PU that asks (the completed PU, and every PU
@@ -211,109 +206,69 @@ pub fn simulate(
         runs: Vec::new(),
         asks: 0,
     };
-    let mut heap = BinaryHeap::with_capacity(n);
-    // Compute and transfer seconds of the block each PU is running.
-    let mut running = vec![(0.0, 0.0); n];
-    // PUs to ask at `now`, in increasing id order, and PUs that waited.
-    let mut asking: Vec<PuId> = (0..n).collect();
-    let mut waiting: Vec<PuId> = Vec::new();
-    let mut now = 0.0;
-    // Re-asks of the waiting PUs with nothing running (see below).
-    let mut idle_rounds = 0;
-    loop {
-        for &pu in &asking {
-            report.asks += 1;
-            match balancer.next(pu, now) {
-                Decision::Run(block) => {
-                    if block.pu != pu {
-                        return Err(SimError::WrongPu { asked: pu, block });
-                    }
-                    let len = block.len as f64;
-                    let p = &pus[pu];
-                    let amplitude = p.noise.unwrap_or(opts.noise);
-                    let noise = 1.0 + amplitude * (2.0 * rng.unit() - 1.0);
-                    let compute = p.compute_time(len, now) * noise;
-                    let transfer = p.transfer.time(len);
-                    let took = compute + transfer;
-                    if !(took.is_finite() && took >= 0.0) {
-                        return Err(SimError::BadTime { pu, len: block.len });
-                    }
-                    report.runs.push(BlockRun {
-                        block,
-                        start: now,
-                        end: now + took,
-                    });
-                    report.busy_s[pu] += took;
-                    report.units[pu] += block.len;
-                    heap.push(Running {
-                        end: now + took,
-                        pu,
-                        run: report.runs.len() - 1,
-                    });
-                    running[pu] = (compute, transfer);
-                }
-                Decision::Wait => waiting.push(pu),
-                Decision::Done => {}
-            }
-        }
-        asking.clear();
-        let Some(next) = heap.pop() else {
-            // A `Wait` can itself change the balancer's state (PLB-HAC: the
-            // asker opens a step in which its own share is 0), so with
-            // nothing running the waiting PUs are asked again, twice, before
-            // the run counts as stalled (the StarPU driver does the same).
-            if !waiting.is_empty() && balancer.remaining() > 0 && idle_rounds < 2 {
-                idle_rounds += 1;
-                std::mem::swap(&mut asking, &mut waiting);
-                continue;
-            }
-            if !waiting.is_empty() && balancer.remaining() > 0 {
-                return Err(SimError::Stalled {
-                    at: now,
-                    remaining: balancer.remaining(),
-                });
-            }
-            break;
-        };
-        idle_rounds = 0;
-        now = next.end;
-        report.makespan = report.makespan.max(now);
-        let (compute_s, transfer_s) = running[next.pu];
-        balancer.completed(Completion {
-            block: report.runs[next.run].block,
-            compute_s,
-            transfer_s,
-            finished_at: now,
-        });
-        // Who asks next: every PU that waited, and the one that finished
-        // (it was running, so it is not among them), in id order.
-        std::mem::swap(&mut asking, &mut waiting);
-        let at = asking.partition_point(|&p| p < next.pu);
-        asking.insert(at, next.pu);
-    }
-    check_coverage(&report.runs, total)?;
-    Ok(report)
-}
-
-/// Checks that the blocks tile `[0, total)` exactly.
-fn check_coverage(runs: &[BlockRun], total: u64) -> Result<(), SimError> {
-    let mut blocks: Vec<Block> = runs.iter().map(|r| r.block).collect();
-    blocks.sort_by_key(|b| b.offset);
-    let mut next = 0;
-    for b in &blocks {
-        if b.offset != next || b.len == 0 {
-            return Err(SimError::Coverage(format!(
-                "block {b:?} does not start at unit {next}"
-            )));
-        }
-        next = b.end();
-    }
-    if next != total {
-        return Err(SimError::Coverage(format!(
-            "units {next}..{total} never handed out"
+    let mut driver = Driver::new(balancer, n);
+    if driver.total() != total {
+        return Err(SimError::Fault(format!(
+            "the balancer has {} units, the run {total}",
+            driver.total()
         )));
     }
-    Ok(())
+    let mut heap = BinaryHeap::with_capacity(n);
+    // Driver id, compute and transfer seconds of each PU's running block.
+    let mut running = vec![(0u64, 0.0, 0.0); n];
+    let mut now = 0.0;
+    loop {
+        let issued = driver
+            .step(now)
+            .map_err(|e| SimError::Fault(e.to_string()))?;
+        for Issued { id, block, .. } in issued {
+            let pu = block.pu;
+            let len = block.len as f64;
+            let p = &pus[pu];
+            let amplitude = p.noise.unwrap_or(opts.noise);
+            let noise = 1.0 + amplitude * (2.0 * rng.unit() - 1.0);
+            let compute = p.compute_time(len, now) * noise;
+            let transfer = p.transfer.time(len);
+            let took = compute + transfer;
+            if !(took.is_finite() && took >= 0.0) {
+                return Err(SimError::BadTime { pu, len: block.len });
+            }
+            report.runs.push(BlockRun {
+                block,
+                start: now,
+                end: now + took,
+            });
+            report.busy_s[pu] += took;
+            report.units[pu] += block.len;
+            heap.push(Running {
+                end: now + took,
+                pu,
+                run: report.runs.len() - 1,
+            });
+            running[pu] = (id, compute, transfer);
+        }
+        let Some(next) = heap.pop() else {
+            report.asks = driver.stats().asks;
+            return match driver.status() {
+                Status::Finished => Ok(report),
+                Status::Stalled { remaining } => Err(SimError::Stalled { at: now, remaining }),
+                Status::Abandoned { remaining } => Err(SimError::Fault(format!(
+                    "every PU is done with {remaining} units never handed out"
+                ))),
+                Status::Faulted(m) => Err(SimError::Fault(m)),
+                Status::Running => Err(SimError::Fault(format!(
+                    "nothing runs but the run is not over: {driver:?}"
+                ))),
+            };
+        };
+        now = next.end;
+        report.makespan = report.makespan.max(now);
+        let (id, compute_s, transfer_s) = running[next.pu];
+        driver
+            .report(id, compute_s, transfer_s, now)
+            .map_err(|e| SimError::Fault(e.to_string()))?;
+        debug_assert_eq!(report.runs[next.run].block.pu, next.pu);
+    }
 }
 
 /// The best makespan with one block per PU (the papers' optimum, found
@@ -344,68 +299,18 @@ pub fn true_time(pu: &SimPu, x: f64) -> f64 {
     TrueModel(pu).time(x)
 }
 
-/// Contender names accepted by [`build_balancer`] (besides `greedy:<units>`).
+/// The contenders of the simulated comparisons, as registry names
+/// ([`super::registry`]): greedy with blocks of `W/256`, `W/64`, `W/16`
+/// units, then the model-based balancers.
 pub const BALANCERS: [&str; 7] = [
-    "greedy W/256",
-    "greedy W/64",
-    "greedy W/16",
+    "greedy:W/256",
+    "greedy:W/64",
+    "greedy:W/16",
     "hdss",
     "acosta",
     "plb-hec",
     "plb-hac",
 ];
-
-/// Builds a balancer by name, default settings, for `n` PUs and `total`
-/// units: `greedy W/<d>` (blocks of `total / d` units), `greedy:<units>`,
-/// `hdss`, `acosta`, `plb-hec` (IPOPT, as in the paper), `plb-hec/fast`
-/// (the fast solver), `plb-hac`, `plb-hac/ipopt`.
-pub fn build_balancer(name: &str, n: usize, total: u64) -> Result<Box<dyn Balancer>, String> {
-    use super::{
-        Acosta, AcostaConfig, Greedy, Hdss, HdssConfig, PlbHac, PlbHacConfig, PlbHec, PlbHecConfig,
-    };
-    use crate::solve::Primary;
-    let err = |e: &dyn std::fmt::Display| format!("{name}: {e}");
-    Ok(match name {
-        "hdss" => Box::new(Hdss::new(n, total, HdssConfig::default()).map_err(|e| err(&e))?),
-        "acosta" => Box::new(Acosta::new(n, total, AcostaConfig::default()).map_err(|e| err(&e))?),
-        "plb-hec" | "plb-hec/fast" => {
-            let cfg = PlbHecConfig {
-                primary: if name == "plb-hec" {
-                    Primary::Ipopt
-                } else {
-                    Primary::Fast
-                },
-                ..PlbHecConfig::default()
-            };
-            Box::new(PlbHec::new(n, total, cfg).map_err(|e| err(&e))?)
-        }
-        "plb-hac" | "plb-hac/ipopt" => {
-            let cfg = PlbHacConfig {
-                solver: if name == "plb-hac" {
-                    Primary::Fast
-                } else {
-                    Primary::Ipopt
-                },
-                ..PlbHacConfig::default()
-            };
-            Box::new(PlbHac::new(n, total, cfg).map_err(|e| err(&e))?)
-        }
-        greedy => {
-            let block = if let Some(d) = greedy.strip_prefix("greedy W/") {
-                d.parse::<u64>()
-                    .ok()
-                    .filter(|&d| d > 0)
-                    .map(|d| (total / d).max(1))
-            } else if let Some(b) = greedy.strip_prefix("greedy:") {
-                b.parse::<u64>().ok().filter(|&b| b > 0)
-            } else {
-                None
-            };
-            let block = block.ok_or_else(|| format!("unknown balancer `{greedy}`"))?;
-            Box::new(Greedy::new(total, block))
-        }
-    })
-}
 
 /// A PU's true E(x) = compute + transfer (no speed change).
 struct TrueModel<'a>(&'a SimPu);
@@ -422,7 +327,7 @@ impl TimeModel for TrueModel<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::balance::Greedy;
+    use crate::balance::{Completion, Decision, Greedy};
 
     use crate::balance::scenarios::lin as pu;
     #[test]

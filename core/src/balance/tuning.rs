@@ -1,0 +1,516 @@
+//! The balancers' tunable parameters (`PLB_*` environment variables),
+//! parsed and validated without touching StarPU: [`Tuning::from_lookup`]
+//! takes the variables from any function, so the parsing is unit-tested
+//! without touching the process environment. The StarPU adapter validates
+//! them once at `starpu_initialize`; the divisible-load API and task mode
+//! read them through [`super::registry`] when they build a balancer.
+//!
+//! Every variable, its default and where it applies are listed in
+//! [`VARIABLES`] and in `docs/usage.md`.
+
+use std::fmt;
+
+use super::{AcostaConfig, HdssConfig, PlbHacConfig, PlbHecConfig};
+use crate::solve::Primary;
+
+/// Kind of a processing unit (a StarPU worker's type), for per-kind
+/// minimum block sizes and for task mode (pipelined accelerators).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerKind {
+    /// A CPU core.
+    Cpu,
+    /// An OpenCL device.
+    OpenCl,
+    /// A CUDA GPU.
+    Cuda,
+    /// Anything else (or unknown).
+    Other,
+}
+
+/// Minimum block size (units) per worker kind: `PLB_MIN_BLOCK`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MinBlock {
+    /// CPU workers.
+    pub cpu: u64,
+    /// OpenCL workers.
+    pub opencl: u64,
+    /// CUDA workers.
+    pub cuda: u64,
+    /// Other workers.
+    pub other: u64,
+}
+
+impl MinBlock {
+    /// The same minimum for every kind.
+    pub const fn uniform(units: u64) -> MinBlock {
+        MinBlock {
+            cpu: units,
+            opencl: units,
+            cuda: units,
+            other: units,
+        }
+    }
+
+    /// The minimum of a worker of kind `kind`.
+    pub fn of(&self, kind: WorkerKind) -> u64 {
+        match kind {
+            WorkerKind::Cpu => self.cpu,
+            WorkerKind::OpenCl => self.opencl,
+            WorkerKind::Cuda => self.cuda,
+            WorkerKind::Other => self.other,
+        }
+    }
+
+    /// Whether the kinds differ (a per-PU list is then needed).
+    pub fn is_uniform(&self) -> bool {
+        self.cpu == self.opencl && self.cpu == self.cuda && self.cpu == self.other
+    }
+}
+
+/// Every tunable parameter of the balancers, with its value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tuning {
+    /// `PLB_INITIAL_BLOCK`: first block in units (PLB-HAC's `x_init`, the
+    /// other balancers' initial block, greedy's block); `None` = automatic.
+    pub initial_block: Option<u64>,
+    /// `PLB_GAP_THRESHOLD`: PLB-HAC gap filling, seconds.
+    pub gap_threshold_s: f64,
+    /// `PLB_DECREASE_START`: fraction of the data after which PLB-HAC's
+    /// steps shrink.
+    pub decrease_start: f64,
+    /// `PLB_DECREASE_FACTOR`: PLB-HAC's α.
+    pub decrease_factor: f64,
+    /// `PLB_R2_THRESHOLD`: PLB-HeC ends its training when every fit's R²
+    /// exceeds it.
+    pub r2_threshold: f64,
+    /// `PLB_TRAINING_FRACTION`: most of the data PLB-HeC's training and
+    /// HDSS's adaptive phase may use.
+    pub training_fraction: f64,
+    /// `PLB_REBALANCE_THRESHOLD`: PLB-HeC and Acosta rebalance when finish
+    /// times differ by more than this fraction of a block's time.
+    pub rebalance_threshold: f64,
+    /// `PLB_SOLVER`: primary solver of PLB-HAC and PLB-HeC; `None` = each
+    /// balancer's default (fast for PLB-HAC, IPOPT for PLB-HeC).
+    pub solver: Option<Primary>,
+    /// `PLB_MIN_BLOCK`: minimum block per worker kind (PLB-HAC).
+    pub min_block: MinBlock,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        let hac = PlbHacConfig::default();
+        let hec = PlbHecConfig::default();
+        Tuning {
+            initial_block: None,
+            gap_threshold_s: hac.gap_threshold_s,
+            decrease_start: hac.decrease_start,
+            decrease_factor: hac.decrease_factor,
+            r2_threshold: hec.r2_target,
+            training_fraction: hec.training_fraction,
+            rebalance_threshold: hec.threshold,
+            solver: None,
+            min_block: MinBlock::uniform(hac.min_block),
+        }
+    }
+}
+
+/// One documented variable.
+#[derive(Debug, Clone, Copy)]
+pub struct Variable {
+    /// Its name.
+    pub name: &'static str,
+    /// Accepted values.
+    pub accepted: &'static str,
+    /// Default value.
+    pub default: &'static str,
+    /// What it controls.
+    pub meaning: &'static str,
+}
+
+/// The variables [`Tuning`] reads.
+pub const VARIABLES: &[Variable] = &[
+    Variable {
+        name: "PLB_INITIAL_BLOCK",
+        accepted: "an integer >= 1 (units), or `auto`",
+        default: "auto",
+        meaning: "first block: PLB-HAC x_init, PLB-HeC/HDSS/Acosta initial block, greedy block",
+    },
+    Variable {
+        name: "PLB_GAP_THRESHOLD",
+        accepted: "seconds >= 0 (`0.4`, `400ms`), or `off`",
+        default: "0.4 (400 ms)",
+        meaning: "PLB-HAC: a block finishing this much earlier than predicted earns a gap-filling block",
+    },
+    Variable {
+        name: "PLB_DECREASE_START",
+        accepted: "a number in [0, 1]",
+        default: "0.7",
+        meaning: "PLB-HAC: fraction of the data handed out after which step totals shrink",
+    },
+    Variable {
+        name: "PLB_DECREASE_FACTOR",
+        accepted: "a number in [0, 1)",
+        default: "0.1",
+        meaning: "PLB-HAC: alpha; each step after the start distributes (1 - alpha) times the previous one",
+    },
+    Variable {
+        name: "PLB_R2_THRESHOLD",
+        accepted: "a number in [0, 1]",
+        default: "0.7",
+        meaning: "PLB-HeC: training ends when every fit's R^2 exceeds it",
+    },
+    Variable {
+        name: "PLB_TRAINING_FRACTION",
+        accepted: "a number in (0, 1]",
+        default: "0.2",
+        meaning: "PLB-HeC training and HDSS adaptive phase: most of the data they may use",
+    },
+    Variable {
+        name: "PLB_REBALANCE_THRESHOLD",
+        accepted: "a number > 0",
+        default: "0.1",
+        meaning: "PLB-HeC and Acosta: rebalance when finish times differ by more than this fraction of a block's time",
+    },
+    Variable {
+        name: "PLB_SOLVER",
+        accepted: "`ipopt` or `fast`",
+        default: "fast for plb-hac, ipopt for plb-hec",
+        meaning: "primary solver of the equal-finish-time system (the other is the fallback)",
+    },
+    Variable {
+        name: "PLB_MIN_BLOCK",
+        accepted: "an integer >= 1, or `cpu=N,opencl=N,cuda=N` (any subset; unnamed kinds keep 1)",
+        default: "1",
+        meaning: "PLB-HAC: smallest block a worker of that kind is given",
+    },
+];
+
+/// An invalid variable: its name, the value and what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TuningError {
+    /// The variable.
+    pub name: &'static str,
+    /// The value found.
+    pub value: String,
+    /// What it accepts.
+    pub accepted: &'static str,
+}
+
+impl fmt::Display for TuningError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}={:?} is invalid: expected {}",
+            self.name, self.value, self.accepted
+        )
+    }
+}
+
+impl std::error::Error for TuningError {}
+
+fn accepted(name: &str) -> &'static str {
+    VARIABLES
+        .iter()
+        .find(|v| v.name == name)
+        .map_or("a valid value", |v| v.accepted)
+}
+
+fn number(name: &'static str, value: &str, ok: impl Fn(f64) -> bool) -> Result<f64, TuningError> {
+    match value.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && ok(v) => Ok(v),
+        _ => Err(TuningError {
+            name,
+            value: value.into(),
+            accepted: accepted(name),
+        }),
+    }
+}
+
+/// `20ms`, `1.5s`, `100us`, `0ns`: a non-negative number and a unit, in
+/// seconds (`None` when malformed).
+pub fn parse_duration_s(text: &str) -> Option<f64> {
+    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
+    let (num, unit) = text.split_at(split);
+    let scale = match unit {
+        "ns" => 1e-9,
+        "us" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        _ => return None,
+    };
+    let v: f64 = num.trim().parse().ok()?;
+    (v.is_finite() && v >= 0.0 && (v * scale).is_finite()).then_some(v * scale)
+}
+
+fn units(value: &str) -> Option<u64> {
+    value.trim().parse::<u64>().ok().filter(|&n| n >= 1)
+}
+
+fn parse_min_block(name: &'static str, value: &str) -> Result<MinBlock, TuningError> {
+    let bad = || TuningError {
+        name,
+        value: value.into(),
+        accepted: accepted(name),
+    };
+    if let Some(n) = units(value) {
+        return Ok(MinBlock::uniform(n));
+    }
+    let mut out = MinBlock::uniform(1);
+    let mut seen = Vec::new();
+    for part in value.split(',') {
+        let (kind, n) = part.split_once('=').ok_or_else(bad)?;
+        let kind = kind.trim().to_ascii_lowercase();
+        let n = units(n).ok_or_else(bad)?;
+        if seen.contains(&kind) {
+            return Err(bad());
+        }
+        match kind.as_str() {
+            "cpu" => out.cpu = n,
+            "opencl" => out.opencl = n,
+            "cuda" => out.cuda = n,
+            _ => return Err(bad()),
+        }
+        seen.push(kind);
+    }
+    Ok(out)
+}
+
+impl Tuning {
+    /// Reads the variables through `get` (e.g. `std::env::var`); unset or
+    /// empty variables keep their defaults. The first invalid variable (in
+    /// [`VARIABLES`] order) is the error.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Tuning, TuningError> {
+        let mut t = Tuning::default();
+        let var = |name: &'static str| get(name).filter(|v| !v.trim().is_empty());
+        if let Some(v) = var("PLB_INITIAL_BLOCK") {
+            t.initial_block = if v.trim() == "auto" {
+                None
+            } else {
+                Some(units(&v).ok_or_else(|| TuningError {
+                    name: "PLB_INITIAL_BLOCK",
+                    value: v.clone(),
+                    accepted: accepted("PLB_INITIAL_BLOCK"),
+                })?)
+            };
+        }
+        if let Some(v) = var("PLB_GAP_THRESHOLD") {
+            let name = "PLB_GAP_THRESHOLD";
+            t.gap_threshold_s = match v.trim() {
+                "off" => f64::INFINITY,
+                s if s.ends_with(|c: char| c.is_ascii_alphabetic()) => parse_duration_s(s)
+                    .ok_or_else(|| TuningError {
+                        name,
+                        value: v.clone(),
+                        accepted: accepted(name),
+                    })?,
+                s => number(name, s, |x| x >= 0.0)?,
+            };
+        }
+        if let Some(v) = var("PLB_DECREASE_START") {
+            t.decrease_start = number("PLB_DECREASE_START", &v, |x| (0.0..=1.0).contains(&x))?;
+        }
+        if let Some(v) = var("PLB_DECREASE_FACTOR") {
+            t.decrease_factor = number("PLB_DECREASE_FACTOR", &v, |x| (0.0..1.0).contains(&x))?;
+        }
+        if let Some(v) = var("PLB_R2_THRESHOLD") {
+            t.r2_threshold = number("PLB_R2_THRESHOLD", &v, |x| (0.0..=1.0).contains(&x))?;
+        }
+        if let Some(v) = var("PLB_TRAINING_FRACTION") {
+            t.training_fraction = number("PLB_TRAINING_FRACTION", &v, |x| x > 0.0 && x <= 1.0)?;
+        }
+        if let Some(v) = var("PLB_REBALANCE_THRESHOLD") {
+            t.rebalance_threshold = number("PLB_REBALANCE_THRESHOLD", &v, |x| x > 0.0)?;
+        }
+        if let Some(v) = var("PLB_SOLVER") {
+            t.solver = Some(match v.trim().to_ascii_lowercase().as_str() {
+                "ipopt" => Primary::Ipopt,
+                "fast" => Primary::Fast,
+                _ => {
+                    return Err(TuningError {
+                        name: "PLB_SOLVER",
+                        value: v,
+                        accepted: accepted("PLB_SOLVER"),
+                    });
+                }
+            });
+        }
+        if let Some(v) = var("PLB_MIN_BLOCK") {
+            t.min_block = parse_min_block("PLB_MIN_BLOCK", &v)?;
+        }
+        Ok(t)
+    }
+
+    /// [`Tuning::from_lookup`] on the process environment.
+    pub fn from_env() -> Result<Tuning, TuningError> {
+        Tuning::from_lookup(|n| std::env::var(n).ok())
+    }
+
+    /// PLB-HAC's configuration, with the CPU minimum block for every PU
+    /// (per-kind minimums need the PU kinds: [`Tuning::plb_hac_for`]).
+    pub fn plb_hac(&self) -> PlbHacConfig {
+        let mut c = PlbHacConfig {
+            x_init: self.initial_block,
+            gap_threshold_s: self.gap_threshold_s,
+            decrease_start: self.decrease_start,
+            decrease_factor: self.decrease_factor,
+            min_block: self.min_block.cpu,
+            ..PlbHacConfig::default()
+        };
+        if let Some(s) = self.solver {
+            c.solver = s;
+        }
+        c
+    }
+
+    /// [`Tuning::plb_hac`] for PUs of known kinds: per-kind minimum blocks
+    /// (`PLB_MIN_BLOCK=cpu=..,opencl=..`) become PLB-HAC's per-PU list, PU
+    /// `p` being of kind `kinds[p]`; uniform minimums stay uniform.
+    pub fn plb_hac_for(&self, kinds: Option<&[WorkerKind]>) -> PlbHacConfig {
+        let mut c = self.plb_hac();
+        if let Some(kinds) = kinds
+            && !self.min_block.is_uniform()
+        {
+            c.min_block_per_pu = kinds.iter().map(|&k| self.min_block.of(k)).collect();
+        }
+        c
+    }
+
+    /// PLB-HeC's configuration.
+    pub fn plb_hec(&self) -> PlbHecConfig {
+        let mut c = PlbHecConfig {
+            initial_block: self.initial_block.unwrap_or(0),
+            r2_target: self.r2_threshold,
+            training_fraction: self.training_fraction,
+            threshold: self.rebalance_threshold,
+            ..PlbHecConfig::default()
+        };
+        if let Some(s) = self.solver {
+            c.primary = s;
+        }
+        c
+    }
+
+    /// HDSS's configuration.
+    pub fn hdss(&self) -> HdssConfig {
+        HdssConfig {
+            initial_block: self.initial_block.unwrap_or(0),
+            adaptive_fraction: self.training_fraction,
+            ..HdssConfig::default()
+        }
+    }
+
+    /// Acosta's configuration.
+    pub fn acosta(&self) -> AcostaConfig {
+        AcostaConfig {
+            initial_block: self.initial_block.unwrap_or(0),
+            threshold: self.rebalance_threshold,
+            ..AcostaConfig::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(vars: &[(&str, &str)]) -> Result<Tuning, TuningError> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Tuning::from_lookup(|n| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn defaults_match_the_balancers_defaults() {
+        let t = with(&[]).unwrap();
+        assert_eq!(t, Tuning::default());
+        assert_eq!(t.plb_hac(), PlbHacConfig::default());
+        assert_eq!(t.plb_hec(), PlbHecConfig::default());
+        assert_eq!(t.hdss(), HdssConfig::default());
+        assert_eq!(t.acosta(), AcostaConfig::default());
+    }
+
+    #[test]
+    fn every_variable_reaches_its_balancers() {
+        let t = with(&[
+            ("PLB_INITIAL_BLOCK", "128"),
+            ("PLB_GAP_THRESHOLD", "250ms"),
+            ("PLB_DECREASE_START", "0.5"),
+            ("PLB_DECREASE_FACTOR", "0.2"),
+            ("PLB_R2_THRESHOLD", "0.9"),
+            ("PLB_TRAINING_FRACTION", "0.3"),
+            ("PLB_REBALANCE_THRESHOLD", "0.05"),
+            ("PLB_SOLVER", "IPOPT"),
+            ("PLB_MIN_BLOCK", "cpu=2, opencl=64"),
+        ])
+        .unwrap();
+        let kinds = [WorkerKind::Cpu, WorkerKind::OpenCl, WorkerKind::Cuda];
+        let hac = t.plb_hac_for(Some(&kinds));
+        assert_eq!(hac.x_init, Some(128));
+        assert_eq!(hac.gap_threshold_s, 0.25);
+        assert_eq!((hac.decrease_start, hac.decrease_factor), (0.5, 0.2));
+        assert_eq!(hac.solver, Primary::Ipopt);
+        assert_eq!(hac.min_block_per_pu, vec![2, 64, 1]);
+        let hec = t.plb_hec();
+        assert_eq!(hec.initial_block, 128);
+        assert_eq!((hec.r2_target, hec.training_fraction), (0.9, 0.3));
+        assert_eq!(hec.threshold, 0.05);
+        assert_eq!(t.hdss().adaptive_fraction, 0.3);
+        assert_eq!(t.acosta().threshold, 0.05);
+        assert_eq!(t.acosta().initial_block, 128);
+    }
+
+    #[test]
+    fn gap_threshold_forms() {
+        let g = |v: &str| with(&[("PLB_GAP_THRESHOLD", v)]).map(|t| t.gap_threshold_s);
+        assert_eq!(g("0.4"), Ok(0.4));
+        assert_eq!(g("1s"), Ok(1.0));
+        assert_eq!(g("off"), Ok(f64::INFINITY));
+        assert_eq!(g("0"), Ok(0.0));
+        for bad in ["-1", "fast", "1h", "NaN", "inf"] {
+            assert!(g(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn invalid_values_name_the_variable_and_the_accepted_values() {
+        let cases = [
+            ("PLB_INITIAL_BLOCK", "0"),
+            ("PLB_INITIAL_BLOCK", "12.5"),
+            ("PLB_DECREASE_START", "1.5"),
+            ("PLB_DECREASE_FACTOR", "1"),
+            ("PLB_DECREASE_FACTOR", "abc"),
+            ("PLB_R2_THRESHOLD", "-0.1"),
+            ("PLB_TRAINING_FRACTION", "0"),
+            ("PLB_REBALANCE_THRESHOLD", "0"),
+            ("PLB_REBALANCE_THRESHOLD", "inf"),
+            ("PLB_SOLVER", "cplex"),
+            ("PLB_MIN_BLOCK", "0"),
+            ("PLB_MIN_BLOCK", "gpu=4"),
+            ("PLB_MIN_BLOCK", "cpu=4,cpu=8"),
+            ("PLB_MIN_BLOCK", "cpu"),
+        ];
+        for (name, value) in cases {
+            let e = with(&[(name, value)]).unwrap_err();
+            assert_eq!(e.name, name, "{name}={value}");
+            let msg = e.to_string();
+            assert!(msg.starts_with(&format!("{name}=\"{value}\"")), "{msg}");
+            assert!(msg.contains(accepted(name)), "{msg}");
+        }
+    }
+
+    #[test]
+    fn empty_values_keep_defaults_and_auto_is_accepted() {
+        let t = with(&[("PLB_SOLVER", " "), ("PLB_INITIAL_BLOCK", "auto")]).unwrap();
+        assert_eq!(t, Tuning::default());
+    }
+
+    #[test]
+    fn every_variable_is_documented_once() {
+        let mut names: Vec<&str> = VARIABLES.iter().map(|v| v.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), VARIABLES.len());
+    }
+}
