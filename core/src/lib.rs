@@ -25,4 +25,5 @@ pub mod rng;
 pub mod rounding;
 pub mod samples;
 pub mod solve;
+pub mod taskmode;
 pub mod workload;

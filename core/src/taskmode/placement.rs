@@ -1,15 +1,18 @@
 //! Task-mode placement: per (worker, codelet) performance models and the
-//! earliest-predicted-finish rule used by the model-based StarPU policies
-//! (`plb-hac`, `plb-hec`, `hdss`, `acosta`; see `docs/balancers.md`,
-//! "Task mode"). Plain data, no StarPU and no clock: the policy passes
-//! sizes and measured seconds in, so everything here is unit-tested with
-//! fake workers.
+//! earliest-predicted-finish rule of the fallback queues (see
+//! `docs/balancers.md`, "Task mode"). Plain data, no clock: sizes and
+//! measured seconds come in as arguments.
+//!
+//! Refits are *jobs*: [`ModelBook::record`] only stores the sample and,
+//! when a refit is due, returns a [`RefitJob`] (a copy of that one store);
+//! the caller runs it wherever it likes — the StarPU adapter outside every
+//! lock — and hands the result to [`ModelBook::install`].
 
 use std::collections::HashMap;
 
-use plb_core::fit::{FitConfig, PuModel};
-use plb_core::model::TimeModel;
-use plb_core::samples::{Sample, SampleStore, StoreConfig};
+use crate::fit::{FitConfig, PuModel};
+use crate::model::TimeModel;
+use crate::samples::{Sample, SampleStore, StoreConfig};
 
 /// Samples a (worker, codelet) pair needs before its prediction is used;
 /// until then the worker is "untrained" for that codelet and is fed tasks
@@ -41,6 +44,8 @@ pub struct CodeletModel {
     best_spu: Option<f64>,
     samples: u64,
     refits: u64,
+    /// Sample count of the fit installed last (older results are dropped).
+    fitted_at: u64,
 }
 
 impl Default for CodeletModel {
@@ -54,27 +59,67 @@ impl Default for CodeletModel {
             best_spu: None,
             samples: 0,
             refits: 0,
+            fitted_at: 0,
         }
     }
 }
 
+/// A refit to run: a copy of one model's samples (at most [`STORE_CAP`]).
+#[derive(Debug, Clone)]
+pub struct RefitJob {
+    key: (usize, usize),
+    store: SampleStore,
+    samples: u64,
+}
+
+impl RefitJob {
+    /// Fits the samples (bounded cost: at most [`STORE_CAP`] samples).
+    pub fn run(mut self, cfg: &FitConfig) -> FittedModel {
+        FittedModel {
+            key: self.key,
+            samples: self.samples,
+            model: self.store.fit(cfg).ok().map(|f| f.model),
+        }
+    }
+}
+
+/// The result of a [`RefitJob`], for [`ModelBook::install`].
+#[derive(Debug)]
+pub struct FittedModel {
+    key: (usize, usize),
+    samples: u64,
+    /// `None`: the fit failed (the previous curve is kept).
+    model: Option<PuModel>,
+}
+
 impl CodeletModel {
     /// Records one execution of `units` work units that took `compute_s`
-    /// seconds, and refits the curve on the schedule above (bounded cost:
-    /// at most [`STORE_CAP`] samples). Invalid samples are ignored.
-    pub fn record(&mut self, units: f64, compute_s: f64, cfg: &FitConfig) {
+    /// seconds; returns a refit job when one is due (after every sample
+    /// while fewer than 8 were recorded, then after every 8th). Invalid
+    /// samples are ignored.
+    fn record(&mut self, key: (usize, usize), units: f64, compute_s: f64) -> Option<RefitJob> {
         if self.store.push(Sample::new(units, compute_s, 0.0)).is_err() {
-            return;
+            return None;
         }
         self.samples += 1;
         let spu = compute_s / units;
         self.best_spu = Some(self.best_spu.map_or(spu, |b| b.min(spu)));
-        if self.samples < REFIT_EAGER || self.samples % REFIT_EVERY == 0 {
-            self.refits += 1;
-            // A failed fit keeps the previous curve (or the fallback).
-            if let Ok(fit) = self.store.fit(cfg) {
-                self.fitted = Some(fit.model);
-            }
+        (self.samples < REFIT_EAGER || self.samples % REFIT_EVERY == 0).then(|| RefitJob {
+            key,
+            store: self.store.clone(),
+            samples: self.samples,
+        })
+    }
+
+    fn install(&mut self, fitted: FittedModel) {
+        if fitted.samples <= self.fitted_at {
+            return;
+        }
+        self.fitted_at = fitted.samples;
+        self.refits += 1;
+        // A failed fit keeps the previous curve (or the fallback).
+        if let Some(m) = fitted.model {
+            self.fitted = Some(m);
         }
     }
 
@@ -83,7 +128,7 @@ impl CodeletModel {
         self.samples
     }
 
-    /// Fits performed so far.
+    /// Fits installed so far.
     pub fn refits(&self) -> u64 {
         self.refits
     }
@@ -113,14 +158,41 @@ pub struct ModelBook {
 }
 
 impl ModelBook {
-    /// Feeds one measurement to the model of (`worker`, `codelet`) (only
-    /// that store is refitted).
-    pub fn record(&mut self, worker: usize, codelet: usize, units: f64, compute_s: f64) {
-        let ModelBook { models, fit } = self;
-        models
+    /// Stores one measurement in the model of (`worker`, `codelet`);
+    /// returns the refit to run when one is due (only that store).
+    pub fn record(
+        &mut self,
+        worker: usize,
+        codelet: usize,
+        units: f64,
+        compute_s: f64,
+    ) -> Option<RefitJob> {
+        self.models
             .entry((worker, codelet))
             .or_default()
-            .record(units, compute_s, fit);
+            .record((worker, codelet), units, compute_s)
+    }
+
+    /// Installs a refit's result (a result older than one already
+    /// installed for the same model is dropped).
+    pub fn install(&mut self, fitted: FittedModel) {
+        if let Some(m) = self.models.get_mut(&fitted.key) {
+            m.install(fitted);
+        }
+    }
+
+    /// [`ModelBook::record`], running the refit at once (single-threaded
+    /// callers and tests).
+    pub fn record_now(&mut self, worker: usize, codelet: usize, units: f64, compute_s: f64) {
+        if let Some(job) = self.record(worker, codelet, units, compute_s) {
+            let fitted = job.run(&self.fit);
+            self.install(fitted);
+        }
+    }
+
+    /// The fitting configuration refit jobs use.
+    pub fn fit_config(&self) -> &FitConfig {
+        &self.fit
     }
 
     /// The prediction used for placement: `None` while the worker is
@@ -282,33 +354,47 @@ mod tests {
     fn models_train_and_predict_per_worker_and_codelet() {
         let mut book = ModelBook::default();
         assert_eq!(book.trained_prediction(0, 1, 10.0), None);
-        book.record(0, 1, 10.0, 1.0);
+        book.record_now(0, 1, 10.0, 1.0);
         // One sample: not yet trained.
         assert_eq!(book.trained_prediction(0, 1, 10.0), None);
-        book.record(0, 1, 20.0, 2.0);
+        book.record_now(0, 1, 20.0, 2.0);
         let p = book.trained_prediction(0, 1, 40.0).expect("trained");
         assert!((p - 4.0).abs() < 0.2, "{p}");
         // Other worker, other codelet: separate models.
         assert_eq!(book.trained_prediction(1, 1, 10.0), None);
         assert_eq!(book.trained_prediction(0, 2, 10.0), None);
         // Invalid samples are ignored.
-        book.record(1, 1, 0.0, 1.0);
-        book.record(1, 1, 1.0, f64::NAN);
+        book.record_now(1, 1, 0.0, 1.0);
+        book.record_now(1, 1, 1.0, f64::NAN);
         assert!(book.get(1, 1).is_none_or(|m| m.samples() == 0));
     }
 
     #[test]
     fn refits_are_bounded() {
-        let mut m = CodeletModel::default();
-        let cfg = FitConfig::default();
+        let mut book = ModelBook::default();
         for i in 0..200u64 {
             let x = 1.0 + (i % 7) as f64;
-            m.record(x, 0.01 * x + 0.001, &cfg);
+            book.record_now(0, 1, x, 0.01 * x + 0.001);
         }
+        let m = book.get(0, 1).unwrap();
         assert_eq!(m.samples(), 200);
         // 7 eager fits, then one per 8 samples.
         assert!(m.refits() <= 7 + 200 / 8, "{}", m.refits());
         let p = m.predict(4.0).unwrap();
         assert!((p - 0.041).abs() < 0.005, "{p}");
+    }
+
+    #[test]
+    fn a_stale_refit_result_is_dropped() {
+        let mut book = ModelBook::default();
+        book.record_now(0, 1, 1.0, 1.0);
+        let old = book.record(0, 1, 2.0, 2.0).expect("eager refit");
+        let new = book.record(0, 1, 4.0, 4.0).expect("eager refit");
+        let cfg = FitConfig::default();
+        let (old, new) = (old.run(&cfg), new.run(&cfg));
+        book.install(new);
+        let refits = book.refits();
+        book.install(old);
+        assert_eq!(book.refits(), refits, "an older fit must not replace a newer one");
     }
 }

@@ -1,37 +1,38 @@
 //! Task-mode epochs: a batch of ready tasks of one codelet, of (near-)equal
 //! size, balanced as a divisible load whose unit is one task by the
-//! flavour's `plb-core` balancer (PLB-HAC, PLB-HeC, HDSS or Acosta, with the
-//! `PLB_*` parameters). Used by [`crate::model_policy`]; the rule is
-//! documented in `docs/balancers.md`, "Task mode".
+//! policy's balancer (any registry name, with the `PLB_*` parameters),
+//! through the shared protocol driver ([`crate::balance::driver`]). Used by
+//! [`super::Scheduler`]; the rule is documented in `docs/balancers.md`,
+//! "Task mode".
 //!
-//! Plain Rust, no StarPU and no clock: the time (`now`, seconds on any
-//! monotonic clock) is an argument and the task type `T` is generic, so
-//! everything here is unit-tested with fake tasks and fake workers.
+//! Plain Rust, no clock: the time (`now`, seconds on any monotonic clock)
+//! is an argument and the task type `T` is generic, so everything here is
+//! unit-tested with fake tasks and fake workers.
 //!
 //! # Life of an epoch
 //!
 //! * The `W` tasks are units `0..W` of the balancer, in arrival order; the
 //!   PUs are the workers able to run the codelet.
 //! * A worker asks ([`Epoch::ask`]): while its *group* (the tasks of the
-//!   block it was last given) is not empty it gets the group's next task;
-//!   once the group is empty and every task of it was reported done, the
-//!   balancer is asked: `Run(block)` moves tasks `[offset, offset + len)`
-//!   into the worker's group, `Wait` and `Done` give nothing (the worker
-//!   then runs other work).
+//!   block it was last given) is not empty it gets the group's next task.
+//!   Otherwise, when the driver has something to do (completions to feed,
+//!   PUs asking), the ask returns a [`Consult`]: the caller runs it —
+//!   outside its lock, since the balancer may fit and solve — and hands it
+//!   back ([`Epoch::checkin`]); every `Run(block)` moves tasks
+//!   `[offset, offset + len)` into that PU's group. `Wait` and `Done` give
+//!   nothing (the worker then runs other work).
 //! * Each executed task is reported with its measured seconds
 //!   ([`Epoch::task_done`], identified by the [`Ticket`] handed out with
-//!   it). When the whole group is done, one [`Completion`] (compute time =
-//!   the sum of the group's task times) goes to the balancer, and every PU
-//!   that was told to `Wait` may ask again. A `Wait` while no block runs
-//!   also lets the waiting PUs ask again (a `Wait` may change the
-//!   balancer's state: PLB-HAC opens a step in which the asker's share is
-//!   0), until each has answered `Wait` twice since the last block or
-//!   completion.
+//!   it). When the whole group is done, the block is reported to the
+//!   driver (compute time = the sum of the group's task times); the
+//!   balancer sees it at the next consult, and every PU that was told to
+//!   `Wait` asks again. The driver's rules for `Wait` with nothing running
+//!   apply (waiting PUs are asked again twice before a stall).
 //! * Tasks are never lost: [`Epoch::dissolve`] returns every task not yet
 //!   handed to a worker (not yet given out by the balancer, or still queued
 //!   in a group). The policy dissolves an epoch when it *stalls*
-//!   ([`Epoch::is_stalled`]: tasks remain, every PU waits or is done, none
-//!   runs a block, so no completion can ever wake the balancer again), when
+//!   ([`Epoch::is_stalled`]: the driver reports a stall — tasks remain,
+//!   every PU waits or is done, none runs a block), when
 //!   the balancer misbehaves (an invalid block), when one of its workers
 //!   leaves the context, and at deinit.
 //!
@@ -51,10 +52,9 @@
 
 use std::collections::VecDeque;
 
-use plb_core::balance::{Balancer, Block, Completion, Decision};
-
-use crate::config::{Tuning, WorkerKind};
-use crate::divisible::BalancerSpec;
+use crate::balance::driver::{Consult, Driver, PuState, Status};
+use crate::balance::registry::{BalancerSpec, BuildContext};
+use crate::balance::{Balancer, Tuning, WorkerKind};
 
 /// Smallest batch of tasks that forms an epoch, whatever the number of
 /// workers (see [`epoch_min`]).
@@ -95,6 +95,7 @@ pub struct Ticket {
     /// The epoch's id.
     pub epoch: u64,
     pu: usize,
+    /// The driver's id of the block the task belongs to.
     block: u64,
 }
 
@@ -113,29 +114,15 @@ pub struct EpochStats {
     pub dissolved: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PuState {
-    /// May ask the balancer.
-    Asking,
-    /// Runs a block: tasks in its group or not yet reported.
-    Busy,
-    /// Told to wait: asks again after the next completion.
-    Waiting,
-    /// Told that no work will come.
-    Done,
-}
-
 #[derive(Debug)]
 struct Pu<T> {
     worker: usize,
     /// May ask for a task while earlier ones still run (not a CPU).
     pipelined: bool,
-    state: PuState,
     /// Tasks of the current block not yet handed to the worker.
     group: VecDeque<T>,
-    block: Option<Block>,
-    /// Serial of the current block (tickets of older ones are stale).
-    block_seq: u64,
+    /// The driver's id of the block in flight.
+    block: Option<u64>,
     handed_at: f64,
     /// Tasks of the block handed to the worker and not yet reported.
     outstanding: usize,
@@ -144,8 +131,17 @@ struct Pu<T> {
     /// First time the worker asked with an empty group and unreported
     /// tasks (pipelined workers).
     stuck_since: Option<f64>,
-    /// `Wait` answers since the last block handed out or completed.
-    waits: u32,
+}
+
+/// What an [`Epoch::ask`] gives.
+pub enum Ask<T> {
+    /// A task for the worker, with its ticket.
+    Task(T, Ticket),
+    /// Run this consult (outside the caller's lock), then hand it back with
+    /// [`Epoch::checkin`].
+    Consult(Consult),
+    /// Nothing for this worker now.
+    Nothing,
 }
 
 /// A batch of tasks balanced by a `plb-core` balancer (see the module
@@ -153,17 +149,13 @@ struct Pu<T> {
 pub struct Epoch<T> {
     id: u64,
     name: &'static str,
-    balancer: Box<dyn Balancer + Send>,
+    driver: Driver,
     start: f64,
-    total: u64,
-    /// Units handed out by the balancer so far (= the next block's offset).
-    cursor: u64,
-    /// Tasks `cursor..total`, not yet given out by the balancer.
+    /// Tasks not yet given out by the balancer (units `W - pending.len()..`).
     pending: VecDeque<T>,
     pus: Vec<Pu<T>>,
     longest_task_s: f64,
     dissolved: bool,
-    fault: Option<String>,
     stats: EpochStats,
 }
 
@@ -172,30 +164,29 @@ impl<T> std::fmt::Debug for Epoch<T> {
         f.debug_struct("Epoch")
             .field("id", &self.id)
             .field("balancer", &self.name)
-            .field("total", &self.total)
             .field("pending", &self.pending.len())
             .field(
                 "pus",
                 &self
                     .pus
                     .iter()
-                    .map(|p| (p.worker, p.state, p.group.len(), p.outstanding))
+                    .map(|p| (p.worker, p.group.len(), p.outstanding))
                     .collect::<Vec<_>>(),
             )
+            .field("driver", &self.driver)
             .field("stats", &self.stats)
             .finish_non_exhaustive()
     }
 }
 
 impl<T> Epoch<T> {
-    /// An epoch `id` of `tasks` over `pus`, balanced by the balancer named
-    /// `name` (built like a divisible run's, [`BalancerSpec`]), started at
-    /// `now`. On error (no PU, no
-    /// task, a balancer refusing its configuration) the tasks come back
-    /// with the reason.
+    /// An epoch `id` of `tasks` over `pus`, balanced by the registry
+    /// balancer `spec` (`PLB_*` parameters from `tuning`), started at
+    /// `now`. On error (no PU, no task, a balancer refusing its
+    /// configuration) the tasks come back with the reason.
     pub fn new(
         id: u64,
-        name: &'static str,
+        spec: &BalancerSpec,
         tuning: &Tuning,
         pus: &[EpochPu],
         tasks: Vec<T>,
@@ -208,13 +199,15 @@ impl<T> Epoch<T> {
             return Err((tasks, "an epoch needs at least one task".into()));
         }
         let kinds: Vec<WorkerKind> = pus.iter().map(|p| p.kind).collect();
-        let built = BalancerSpec::parse_with(name, tuning).and_then(|spec| {
-            spec.with_worker_kinds(&kinds, &tuning.min_block)
-                .into_balancer(kinds.len(), tasks.len() as u64)
+        let built = spec.build(&BuildContext {
+            pus: kinds.len(),
+            total: tasks.len() as u64,
+            tuning,
+            kinds: Some(&kinds),
         });
         match built {
-            Ok(b) => Epoch::with_balancer(id, name, b, pus, tasks, now),
-            Err(e) => Err((tasks, format!("{name}: {e}"))),
+            Ok(b) => Epoch::with_balancer(id, b, pus, tasks, now),
+            Err(e) => Err((tasks, e.to_string())),
         }
     }
 
@@ -222,7 +215,6 @@ impl<T> Epoch<T> {
     /// over `pus.len()` PUs and `tasks.len()` units.
     pub fn with_balancer(
         id: u64,
-        name: &'static str,
         balancer: Box<dyn Balancer + Send>,
         pus: &[EpochPu],
         tasks: Vec<T>,
@@ -240,35 +232,28 @@ impl<T> Epoch<T> {
             );
             return Err((tasks, why));
         }
-        let total = tasks.len() as u64;
         Ok(Epoch {
             id,
-            name,
-            balancer,
+            name: balancer.name(),
+            driver: Driver::new(balancer, pus.len()),
             start: now,
-            total,
-            cursor: 0,
             pending: tasks.into(),
             pus: pus
                 .iter()
                 .map(|p| Pu {
                     worker: p.worker,
                     pipelined: p.kind != WorkerKind::Cpu,
-                    state: PuState::Asking,
                     group: VecDeque::new(),
                     block: None,
-                    block_seq: 0,
                     handed_at: now,
                     outstanding: 0,
                     reported: 0,
                     compute_s: 0.0,
                     stuck_since: None,
-                    waits: 0,
                 })
                 .collect(),
             longest_task_s: 0.0,
             dissolved: false,
-            fault: None,
             stats: EpochStats::default(),
         })
     }
@@ -285,7 +270,7 @@ impl<T> Epoch<T> {
 
     /// Tasks in the epoch (`W`).
     pub fn total(&self) -> u64 {
-        self.total
+        self.driver.total()
     }
 
     /// Counters.
@@ -294,8 +279,11 @@ impl<T> Epoch<T> {
     }
 
     /// The balancer's error, if it handed out an invalid block.
-    pub fn fault(&self) -> Option<&str> {
-        self.fault.as_deref()
+    pub fn fault(&self) -> Option<String> {
+        match self.driver.status() {
+            Status::Faulted(m) => Some(m),
+            _ => None,
+        }
     }
 
     /// Whether `worker` is a PU of the epoch.
@@ -340,8 +328,8 @@ impl<T> Epoch<T> {
             return false;
         }
         self.pu_of(worker).is_some_and(|p| {
-            let pu = &self.pus[p];
-            !pu.group.is_empty() || (pu.state != PuState::Done && !self.pending.is_empty())
+            !self.pus[p].group.is_empty()
+                || (self.driver.pu_state(p) != Some(PuState::Done) && !self.pending.is_empty())
         })
     }
 
@@ -351,21 +339,15 @@ impl<T> Epoch<T> {
         self.dissolved || (self.pending.is_empty() && self.pus.iter().all(|p| p.group.is_empty()))
     }
 
-    /// Whether the epoch can never progress: it has tasks to give out, but
-    /// every PU waits or is done and none runs a block (no completion will
-    /// come to wake the balancer; waiting PUs are asked again until each
-    /// answered `Wait` twice since the last block or completion), or the
-    /// balancer faulted.
+    /// Whether the epoch can never progress: the driver reports a stall
+    /// (tasks to give out, every PU waits or is done, none runs a block,
+    /// the waiting PUs asked again twice) or a balancer fault.
     pub fn is_stalled(&self) -> bool {
-        if self.dissolved {
-            return false;
-        }
-        self.fault.is_some()
-            || (!self.pending.is_empty()
-                && self
-                    .pus
-                    .iter()
-                    .all(|p| matches!(p.state, PuState::Waiting | PuState::Done)))
+        !self.dissolved
+            && matches!(
+                self.driver.status(),
+                Status::Stalled { .. } | Status::Abandoned { .. } | Status::Faulted(_)
+            )
     }
 
     fn pu_of(&self, worker: usize) -> Option<usize> {
@@ -392,93 +374,89 @@ impl<T> Epoch<T> {
             Ticket {
                 epoch: self.id,
                 pu: p,
-                block: pu.block_seq,
+                block: pu.block.unwrap_or(u64::MAX),
             },
         ))
     }
 
-    /// `worker` asks for a task at `now`: the next task of its group, else,
-    /// once its block is complete, the first task of a new block from the
-    /// balancer. `None`: nothing for it now (its block still runs, the
-    /// balancer said `Wait` or `Done`, or `worker` is no PU).
-    pub fn ask(&mut self, worker: usize, now: f64) -> Option<(T, Ticket)> {
-        if let Some(t) = self.take_queued(worker) {
-            return Some(t);
+    /// `worker` asks for a task at `now`: the next task of its group, else
+    /// a consult of the balancer when the driver has something to do
+    /// (completions to feed, PUs asking), else nothing (its block still
+    /// runs, the balancer said `Wait` or `Done`, the balancer is out with
+    /// another worker's consult, or `worker` is no PU).
+    pub fn ask(&mut self, worker: usize, now: f64) -> Ask<T> {
+        if let Some((t, ticket)) = self.take_queued(worker) {
+            return Ask::Task(t, ticket);
         }
-        if self.dissolved || self.fault.is_some() {
-            return None;
+        if self.dissolved {
+            return Ask::Nothing;
         }
-        let p = self.pu_of(worker)?;
-        if self.pus[p].state == PuState::Busy {
+        if let Some(p) = self.pu_of(worker)
+            && self.pus[p].block.is_some()
+        {
             self.check_lost(p, now);
         }
-        if self.pus[p].state != PuState::Asking {
-            return None;
+        match self.driver.checkout(self.since_start(now)) {
+            Some(c) => Ask::Consult(c),
+            None => Ask::Nothing,
         }
-        let decision = self.balancer.next(p, self.since_start(now));
-        log::trace!(
-            "epoch {} ({}): PU {p} at {:.6} s: {decision:?}",
-            self.id,
-            self.name,
-            self.since_start(now)
-        );
-        match decision {
-            Decision::Run(b) => {
-                let valid = b.pu == p
-                    && b.len > 0
-                    && b.offset == self.cursor
-                    && b.end() <= self.total
-                    && b.len as usize <= self.pending.len();
-                if !valid {
-                    self.fault = Some(format!(
-                        "{}: PU {p} was given {b:?}; expected a non-empty block of PU {p} \
-                         starting at unit {} within {}",
-                        self.name, self.cursor, self.total
-                    ));
-                    return None;
-                }
-                self.cursor = b.end();
-                self.stats.blocks += 1;
-                self.pus.iter_mut().for_each(|q| q.waits = 0);
-                let pu = &mut self.pus[p];
-                pu.group.extend(self.pending.drain(..b.len as usize));
-                pu.state = PuState::Busy;
-                pu.block = Some(b);
-                pu.block_seq += 1;
-                pu.handed_at = now;
-                pu.outstanding = 0;
-                pu.reported = 0;
-                pu.compute_s = 0.0;
-                pu.stuck_since = None;
-                self.take_queued(worker)
+    }
+
+    /// Hands a consult back: the blocks it gave out move into their PUs'
+    /// groups (a fault is left for [`Epoch::is_stalled`]). Returns the
+    /// workers that got a block.
+    pub fn checkin(&mut self, consult: Consult, now: f64) -> Vec<usize> {
+        let issued = match self.driver.checkin(consult) {
+            Ok(i) => i,
+            Err(e) => {
+                log::debug!("epoch {} ({}): {e}", self.id, self.name);
+                return Vec::new();
             }
-            Decision::Wait => {
-                self.pus[p].state = PuState::Waiting;
-                self.pus[p].waits += 1;
-                // With no block running, no completion will wake the
-                // waiting PUs; but a `Wait` may have changed the balancer's
-                // state (PLB-HAC opens a step in which the asker's share
-                // is 0), so they ask again, until every PU not done has
-                // answered `Wait` twice since the last block or completion.
-                let running = self.pus.iter().any(|q| q.state == PuState::Busy);
-                let exhausted = self
-                    .pus
-                    .iter()
-                    .all(|q| q.state == PuState::Done || q.waits >= 2);
-                if !running && !exhausted {
-                    for q in &mut self.pus {
-                        if q.state == PuState::Waiting {
-                            q.state = PuState::Asking;
-                        }
-                    }
-                }
-                None
+        };
+        let mut got = Vec::with_capacity(issued.len());
+        for i in issued {
+            log::trace!(
+                "epoch {} ({}): PU {} gets {:?} at {:.6} s",
+                self.id,
+                self.name,
+                i.block.pu,
+                i.block,
+                i.at
+            );
+            self.stats.blocks += 1;
+            let len = i.block.len as usize;
+            let pu = &mut self.pus[i.block.pu];
+            if self.dissolved {
+                // Dissolved during the consult: the tasks went back already.
+                continue;
             }
-            Decision::Done => {
-                self.pus[p].state = PuState::Done;
-                None
+            pu.group.extend(self.pending.drain(..len.min(self.pending.len())));
+            pu.block = Some(i.id);
+            pu.handed_at = now;
+            pu.outstanding = 0;
+            pu.reported = 0;
+            pu.compute_s = 0.0;
+            pu.stuck_since = None;
+            got.push(pu.worker);
+        }
+        got
+    }
+
+    /// [`Epoch::ask`] that runs a consult at once (single-threaded callers
+    /// and tests).
+    pub fn ask_now(&mut self, worker: usize, now: f64) -> Option<(T, Ticket)> {
+        // Bounded: each consult hands out a block or changes PU states.
+        for _ in 0..8 {
+            match self.ask(worker, now) {
+                Ask::Task(t, ticket) => return Some((t, ticket)),
+                Ask::Nothing => return None,
+                Ask::Consult(mut c) => {
+                    c.run();
+                    self.checkin(c, now);
+                }
             }
         }
+        None
     }
 
     /// A busy PU asked with an empty group: completes its block if the
@@ -507,8 +485,8 @@ impl<T> Epoch<T> {
     }
 
     /// Reports that the task of `ticket` ran for `seconds` (finished at
-    /// `now`). Returns whether a block was completed (the balancer was
-    /// told; waiting PUs may ask again). Stale or foreign tickets change
+    /// `now`). Returns whether a block was completed (reported to the
+    /// driver: the PUs may ask again). Stale or foreign tickets change
     /// nothing.
     pub fn task_done(&mut self, ticket: Ticket, seconds: f64, now: f64) -> bool {
         if self.dissolved || ticket.epoch != self.id {
@@ -523,7 +501,7 @@ impl<T> Epoch<T> {
         let Some(pu) = self.pus.get_mut(ticket.pu) else {
             return false;
         };
-        if pu.state != PuState::Busy || pu.block_seq != ticket.block || pu.outstanding == 0 {
+        if pu.block != Some(ticket.block) || pu.outstanding == 0 {
             return false;
         }
         pu.outstanding -= 1;
@@ -536,32 +514,19 @@ impl<T> Epoch<T> {
         false
     }
 
-    /// Reports PU `p`'s block to the balancer; every waiting PU may ask
-    /// again.
+    /// Reports PU `p`'s block to the driver.
     fn complete(&mut self, p: usize, now: f64) {
         let finished_at = self.since_start(now);
+        let pu = &mut self.pus[p];
+        pu.stuck_since = None;
+        let Some(id) = pu.block.take() else { return };
         log::trace!(
             "epoch {} PU {p} completes at {finished_at:.6} ({:.6} s)",
             self.id,
-            self.pus[p].compute_s
+            pu.compute_s
         );
-        self.pus.iter_mut().for_each(|q| q.waits = 0);
-        let pu = &mut self.pus[p];
-        pu.state = PuState::Asking;
-        pu.stuck_since = None;
-        if let Some(block) = pu.block.take() {
-            self.balancer.completed(Completion {
-                block,
-                compute_s: pu.compute_s,
-                transfer_s: 0.0,
-                finished_at,
-            });
+        if self.driver.report(id, pu.compute_s, 0.0, finished_at).is_ok() {
             self.stats.completions += 1;
-        }
-        for q in &mut self.pus {
-            if q.state == PuState::Waiting {
-                q.state = PuState::Asking;
-            }
         }
     }
 
@@ -577,7 +542,6 @@ impl<T> Epoch<T> {
         let mut out: Vec<T> = Vec::with_capacity(self.held());
         for pu in &mut self.pus {
             out.extend(pu.group.drain(..));
-            pu.state = PuState::Done;
             pu.block = None;
         }
         out.extend(self.pending.drain(..));
@@ -589,8 +553,9 @@ impl<T> Epoch<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::balance::{Completion, Decision};
 
-    const NAMES: [&str; 4] = ["plb-hac", "plb-hec", "hdss", "acosta"];
+    const NAMES: [&str; 5] = ["plb-hac", "plb-hec", "hdss", "acosta", "static"];
 
     fn cpus(n: usize) -> Vec<EpochPu> {
         (0..n)
@@ -601,10 +566,14 @@ mod tests {
             .collect()
     }
 
+    fn spec(name: &str) -> BalancerSpec {
+        BalancerSpec::parse(name).expect("registered")
+    }
+
     fn epoch(name: &'static str, workers: usize, w: usize) -> Epoch<usize> {
         Epoch::new(
             7,
-            name,
+            &spec(name),
             &Tuning::default(),
             &cpus(workers),
             (0..w).collect(),
@@ -627,7 +596,7 @@ mod tests {
         for _ in 0..1_000_000 {
             for w in 0..n {
                 if running[w].is_none() {
-                    if let Some((t, ticket)) = ep.ask(w, now) {
+                    if let Some((t, ticket)) = ep.ask_now(w, now) {
                         running[w] = Some((now + secs[w], t, ticket));
                     }
                 }
@@ -719,20 +688,20 @@ mod tests {
         let mut ep = epoch("acosta", 2, 100);
         // Worker 0 takes its probe block; its reports never come.
         let mut handed = Vec::new();
-        let (t, _) = ep.ask(0, 0.0).expect("a probe block for worker 0");
+        let (t, _) = ep.ask_now(0, 0.0).expect("a probe block for worker 0");
         handed.push(t);
         while let Some((t, _)) = ep.take_queued(0) {
             handed.push(t);
         }
         // Worker 1 runs its probe block, then waits at Acosta's barrier.
-        while let Some((t, ticket)) = ep.ask(1, 0.1) {
+        while let Some((t, ticket)) = ep.ask_now(1, 0.1) {
             handed.push(t);
             ep.task_done(ticket, 0.01, 0.1);
         }
         assert!(!ep.is_stalled(), "worker 0 still runs its block");
         assert_eq!(ep.stats().forced, 0);
         // Worker 0 (a CPU) asks again: its block's reports were lost.
-        if let Some((t, ticket)) = ep.ask(0, 0.2) {
+        if let Some((t, ticket)) = ep.ask_now(0, 0.2) {
             handed.push(t);
             ep.task_done(ticket, 0.01, 0.2);
         }
@@ -747,8 +716,8 @@ mod tests {
     #[test]
     fn dissolve_returns_every_task_not_handed_out() {
         let mut ep = epoch("hdss", 2, 50);
-        let (a, ta) = ep.ask(0, 0.0).expect("task");
-        let (b, _) = ep.ask(1, 0.0).expect("task");
+        let (a, ta) = ep.ask_now(0, 0.0).expect("task");
+        let (b, _) = ep.ask_now(1, 0.0).expect("task");
         assert!(!ep.is_stalled(), "both PUs run a block");
         let mut handed = vec![a, b];
         if let Some((t, _)) = ep.take_queued(0) {
@@ -759,7 +728,7 @@ mod tests {
         assert_eq!(ep.held(), 0);
         assert!(ep.is_finished() && !ep.is_open());
         assert!(ep.dissolve().is_empty(), "dissolve gives the tasks once");
-        assert!(ep.ask(0, 1.0).is_none(), "a dissolved epoch gives nothing");
+        assert!(ep.ask_now(0, 1.0).is_none(), "a dissolved epoch gives nothing");
         assert!(
             !ep.task_done(ta, 0.01, 1.0),
             "reports after dissolve are ignored"
@@ -771,7 +740,7 @@ mod tests {
     /// PU 1 waits first; PU 0's `Wait` then opens a "step" in which only
     /// PU 1 has work (PLB-HAC when the opener's share is 0).
     struct OpensOnWait {
-        pool: plb_core::balance::WorkPool,
+        pool: crate::balance::WorkPool,
         open: bool,
     }
 
@@ -818,15 +787,14 @@ mod tests {
     #[test]
     fn a_wait_that_changes_the_balancer_lets_the_waiting_pus_ask_again() {
         let b = OpensOnWait {
-            pool: plb_core::balance::WorkPool::new(20),
+            pool: crate::balance::WorkPool::new(20),
             open: false,
         };
         let mut ep: Epoch<usize> =
-            Epoch::with_balancer(0, "test", Box::new(b), &cpus(2), (0..20).collect(), 0.0)
+            Epoch::with_balancer(0, Box::new(b), &cpus(2), (0..20).collect(), 0.0)
                 .expect("epoch");
-        assert!(ep.ask(1, 0.0).is_none(), "PU 1 waits");
-        assert!(ep.ask(0, 0.0).is_none(), "PU 0 waits, opening PU 1's step");
-        assert!(!ep.is_stalled(), "PU 1 must be asked again");
+        assert!(ep.ask_now(0, 0.0).is_none(), "PU 0 waits, opening PU 1's step");
+        assert!(!ep.is_stalled(), "PU 1 has its block");
         let (ran, left) = run(&mut ep, &[0.01, 0.01]);
         assert!(left.is_empty());
         assert_eq!(ran[1].len(), 20);
@@ -837,49 +805,23 @@ mod tests {
     fn a_balancer_that_always_waits_stalls_after_two_rounds() {
         let mut ep: Epoch<usize> = Epoch::with_balancer(
             0,
-            "test",
             Box::new(AlwaysWaits(30)),
             &cpus(3),
             (0..30).collect(),
             0.0,
         )
         .expect("epoch");
-        // One PU asking again and again is no stall while another PU has
-        // not answered twice.
-        for _ in 0..10 {
-            assert!(ep.ask(0, 0.0).is_none());
-        }
-        assert!(!ep.is_stalled());
-        let mut asks = 0;
-        while !ep.is_stalled() {
-            for w in 0..3 {
-                assert!(ep.ask(w, 0.0).is_none());
-                asks += 1;
-            }
-            assert!(asks < 100, "never detected the stall");
-        }
-        assert!(
-            asks >= 6,
-            "two Waits of each PU before a stall ({asks} asks)"
+        assert!(ep.ask_now(0, 0.0).is_none());
+        assert!(ep.is_stalled());
+        assert_eq!(
+            ep.driver.stats().asks,
+            9,
+            "every PU asked, then asked again twice"
         );
         assert_eq!(ep.dissolve().len(), 30);
-        let wrong =
-            Epoch::with_balancer(0, "test", Box::new(AlwaysWaits(5)), &cpus(1), vec![1], 0.0);
-        assert!(wrong.is_err(), "units and tasks must match");
-    }
-
-    #[test]
-    fn waiting_pus_with_nothing_running_are_a_stall() {
-        let mut ep = epoch("plb-hac", 2, 100);
-        // The real balancers never leave every PU waiting with nothing
-        // running; set the states by hand to check the detection.
-        for p in &mut ep.pus {
-            p.state = PuState::Waiting;
-        }
-        assert!(ep.is_stalled());
-        let left = ep.dissolve();
-        assert_eq!(left.len(), 100);
         assert!(!ep.is_stalled());
+        let wrong = Epoch::with_balancer(0, Box::new(AlwaysWaits(5)), &cpus(1), vec![1], 0.0);
+        assert!(wrong.is_err(), "units and tasks must match");
     }
 
     #[test]
@@ -890,21 +832,21 @@ mod tests {
         }];
         let mut ep: Epoch<usize> = Epoch::new(
             1,
-            "plb-hac",
+            &spec("plb-hac"),
             &Tuning::default(),
             &pus,
             (0..64).collect(),
             0.0,
         )
         .expect("epoch");
-        let (_, t1) = ep.ask(3, 0.0).expect("first block");
+        let (_, t1) = ep.ask_now(3, 0.0).expect("first block");
         while ep.take_queued(3).is_some() {}
         // Unreported: asking again within the grace gives nothing.
-        assert!(ep.ask(3, 0.1).is_none());
-        assert!(ep.ask(3, 0.5).is_none());
+        assert!(ep.ask_now(3, 0.1).is_none());
+        assert!(ep.ask_now(3, 0.5).is_none());
         assert_eq!(ep.stats().forced, 0);
         // After the grace the block completes and a new one comes.
-        assert!(ep.ask(3, 0.1 + LOST_GRACE_MIN_S + 0.01).is_some());
+        assert!(ep.ask_now(3, 0.1 + LOST_GRACE_MIN_S + 0.01).is_some());
         assert_eq!(ep.stats().forced, 1);
         // The late report of the first block is ignored.
         assert!(!ep.task_done(t1, 0.01, 2.0));
@@ -917,7 +859,7 @@ mod tests {
         let mut tickets = Vec::new();
         while let Some((_, t)) = ep.take_queued(0).or_else(|| {
             if tickets.is_empty() {
-                ep.ask(0, 0.0)
+                ep.ask_now(0, 0.0)
             } else {
                 None
             }
@@ -936,14 +878,22 @@ mod tests {
 
     #[test]
     fn bad_configurations_give_the_tasks_back() {
-        let (tasks, why) = Epoch::new(0, "plb-hac", &Tuning::default(), &[], vec![1, 2, 3], 0.0)
-            .expect_err("no PU");
+        let (tasks, why) = Epoch::new(
+            0,
+            &spec("plb-hac"),
+            &Tuning::default(),
+            &[],
+            vec![1, 2, 3],
+            0.0,
+        )
+        .expect_err("no PU");
         assert_eq!(tasks, vec![1, 2, 3]);
         assert!(why.contains("worker"));
-        let (tasks, why) = Epoch::new(0, "nope", &Tuning::default(), &cpus(2), vec![4], 0.0)
-            .expect_err("unknown balancer");
+        let bad = BalancerSpec::parse("static:speeds=1/2/3").unwrap();
+        let (tasks, why) = Epoch::new(0, &bad, &Tuning::default(), &cpus(2), vec![4], 0.0)
+            .expect_err("3 speeds for 2 workers");
         assert_eq!(tasks, vec![4]);
-        assert!(why.contains("nope"));
+        assert!(why.contains("speeds"), "{why}");
         assert_eq!(epoch_min(1), 8);
         assert_eq!(epoch_min(2), 8);
         assert_eq!(epoch_min(5), 20);

@@ -1,0 +1,839 @@
+//! Task mode: how our policies schedule the tasks of an unmodified StarPU
+//! application, as a StarPU-free scheduler over a small task trait
+//! ([`SchedTask`]), tested in virtual time like the balancers. The StarPU
+//! adapter (`starpu-plb`'s `task_mode` module) only locks, converts and
+//! hands tasks to StarPU. The rule is documented in `docs/balancers.md`,
+//! "Task mode"; in short:
+//!
+//! * **Epochs** ([`epoch`]). Ready tasks of one codelet and (near-)equal
+//!   size (within [`SIZE_TOLERANCE`]) are *staged* as they are pushed. A
+//!   staged batch of at least [`epoch_min`] tasks becomes an epoch: a
+//!   divisible load of `W` units, one unit per task, balanced by the
+//!   policy's balancer (any registry name) over the workers able to run the
+//!   codelet.
+//! * **Fallback** ([`placement`]). Everything else — tasks of mixed
+//!   codelets or sizes, batches too small, tasks without a codelet, what a
+//!   dissolved epoch gives back — is queued on the capable worker with the
+//!   earliest predicted finish under the per (worker, codelet) fitted
+//!   models; workers take their own queue first (FIFO) and, when it is
+//!   empty, steal the oldest task they can run from the longest other
+//!   queue.
+//!
+//! A worker asks, in this order: its current epoch group, the epochs'
+//! balancers (oldest epoch first), a new epoch from the staged batch, its
+//! own queue, the other queues (stealing), and last the staged batch placed
+//! by the fallback rule. Nothing is starved: an epoch that can no longer
+//! progress is dissolved into the fallback queues, and fallback stealing
+//! is work-conserving.
+//!
+//! # No model work in the scheduler's calls
+//!
+//! Every method here is cheap: the balancers' decisions (which may fit and
+//! solve) come out as [`Pop::Consult`], run by the caller without its lock
+//! and handed back with [`Scheduler::resume`]; completions are only
+//! recorded ([`Scheduler::task_done`]) and reach the balancer at its next
+//! consult; refits of the fallback models are jobs
+//! ([`placement::ModelBook::record`]).
+
+pub mod epoch;
+pub mod placement;
+
+use std::collections::VecDeque;
+
+use crate::balance::driver::Consult;
+use crate::balance::registry::BalancerSpec;
+use crate::balance::{Tuning, WorkerKind};
+use epoch::{Ask, Epoch, EpochPu, Ticket, epoch_min};
+use placement::{Candidate, ModelBook, choose};
+
+/// A task as task mode sees it.
+pub trait SchedTask {
+    /// Identifies the task's codelet (0: none; such tasks are never
+    /// staged).
+    fn codelet(&self) -> usize;
+    /// Its size in work units (any positive scale; flops, bytes...).
+    fn units(&self) -> f64;
+    /// The implementation worker `pu` would run, `None` if it cannot run
+    /// the task.
+    fn implementation_on(&self, pu: usize) -> Option<u32>;
+    /// Predicted seconds to bring the task's data to `pu`'s memory (`None`:
+    /// unknown, counted as 0).
+    fn transfer_s(&self, pu: usize) -> Option<f64>;
+}
+
+/// Two tasks of one codelet join the same staged batch when their sizes
+/// (work units) differ by at most this fraction of the larger one.
+pub const SIZE_TOLERANCE: f64 = 0.1;
+
+/// Epochs alive at once (still handing out tasks, or holding groups not yet
+/// taken); a batch that would form one more is placed by the fallback rule.
+pub const MAX_EPOCHS: usize = 4;
+
+/// A staged batch smaller than [`epoch_min`] that no task joined for this
+/// long (seconds) is placed by the fallback rule at the next pop.
+pub const STAGING_QUIET_S: f64 = 1e-3;
+
+/// Task-mode counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TaskModeCounters {
+    /// Epochs formed.
+    pub epochs: u64,
+    /// Tasks handed to workers by epochs.
+    pub epoch_tasks: u64,
+    /// Tasks taken from the fallback queues.
+    pub fallback_tasks: u64,
+    /// Tasks returned by dissolved epochs (then placed by the fallback
+    /// rule; drains included).
+    pub dissolved_tasks: u64,
+    /// Epoch blocks completed without every task's report.
+    pub forced_completions: u64,
+}
+
+impl TaskModeCounters {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &TaskModeCounters) {
+        self.epochs += other.epochs;
+        self.epoch_tasks += other.epoch_tasks;
+        self.fallback_tasks += other.fallback_tasks;
+        self.dissolved_tasks += other.dissolved_tasks;
+        self.forced_completions += other.forced_completions;
+    }
+}
+
+/// Whether two task sizes are close enough to share a batch.
+fn same_size(a: f64, b: f64) -> bool {
+    (a - b).abs() <= SIZE_TOLERANCE * a.abs().max(b.abs())
+}
+
+/// A held task with what placement computed for it.
+struct Queued<T> {
+    task: T,
+    codelet: usize,
+    units: f64,
+    /// Predicted seconds on the worker whose queue holds it.
+    est_s: f64,
+}
+
+struct Queue<T> {
+    items: VecDeque<Queued<T>>,
+    backlog_s: f64,
+}
+
+impl<T> Default for Queue<T> {
+    fn default() -> Self {
+        Queue {
+            items: VecDeque::new(),
+            backlog_s: 0.0,
+        }
+    }
+}
+
+impl<T: SchedTask> Queue<T> {
+    fn push(&mut self, q: Queued<T>) {
+        self.backlog_s += q.est_s;
+        self.items.push_back(q);
+    }
+
+    /// Removes the oldest task `worker` can run, with its implementation.
+    fn take_for(&mut self, worker: usize) -> Option<(Queued<T>, u32)> {
+        let (i, nimpl) = self
+            .items
+            .iter()
+            .enumerate()
+            .find_map(|(i, q)| q.task.implementation_on(worker).map(|n| (i, n)))?;
+        let q = self.items.remove(i)?;
+        self.backlog_s = if self.items.is_empty() {
+            0.0
+        } else {
+            (self.backlog_s - q.est_s).max(0.0)
+        };
+        Some((q, nimpl))
+    }
+}
+
+/// Tasks of one codelet and size waiting to form an epoch.
+struct Staging<T> {
+    codelet: usize,
+    /// Size of the batch's first task (the reference of [`same_size`]).
+    units: f64,
+    /// Workers able to run the first task when it was pushed.
+    capable: Vec<usize>,
+    items: Vec<Queued<T>>,
+    /// When the last task joined (seconds).
+    last_push: f64,
+}
+
+impl<T> Staging<T> {
+    fn matches(&self, codelet: usize, units: f64) -> bool {
+        self.codelet == codelet && same_size(self.units, units)
+    }
+
+    fn is_big(&self) -> bool {
+        self.items.len() >= epoch_min(self.capable.len())
+    }
+}
+
+/// An epoch with the batch key it was formed from.
+struct Running<T> {
+    epoch: Epoch<Queued<T>>,
+    codelet: usize,
+    units: f64,
+}
+
+/// A task given to a worker.
+pub struct Taken<T> {
+    /// The task.
+    pub task: T,
+    /// The implementation to run.
+    pub implementation: u32,
+    /// Set for a task handed out by an epoch (report it with
+    /// [`Scheduler::task_done`]).
+    pub ticket: Option<Ticket>,
+    /// Its codelet key.
+    pub codelet: usize,
+    /// Its size.
+    pub units: f64,
+    /// Predicted seconds on the worker (0 when unknown).
+    pub est_s: f64,
+}
+
+/// A consult of an epoch's balancer, to run without the caller's lock
+/// ([`EpochConsult::run`]) and hand back with [`Scheduler::resume`].
+pub struct EpochConsult {
+    epoch: u64,
+    consult: Consult,
+}
+
+impl EpochConsult {
+    /// Runs the balancer (fits and solves included).
+    pub fn run(&mut self) {
+        self.consult.run();
+    }
+}
+
+/// What a worker's [`Scheduler::pop`] gives.
+pub enum Pop<T> {
+    /// A task to run.
+    Task(Taken<T>),
+    /// Run this consult without the lock, then call [`Scheduler::resume`].
+    Consult(EpochConsult),
+    /// Nothing now. `idle`: nothing to wait for either (no epoch may give
+    /// this worker a task without a new push), so the worker may skip the
+    /// scheduler until it is notified.
+    Nothing {
+        /// Whether the worker may sleep until notified.
+        idle: bool,
+    },
+}
+
+/// Task mode over one scheduling context (see the module documentation).
+pub struct Scheduler<T> {
+    spec: BalancerSpec,
+    tuning: Tuning,
+    workers: Vec<usize>,
+    kinds: Vec<WorkerKind>,
+    /// Per worker index; queues of removed workers stay reachable by
+    /// stealing.
+    queues: Vec<Queue<T>>,
+    /// Tasks no worker of the context could run when placed.
+    unplaced: Queue<T>,
+    staging: Option<Staging<T>>,
+    /// Alive epochs, oldest first.
+    epochs: Vec<Running<T>>,
+    next_epoch: u64,
+    /// Longest task measured (seconds), a floor for the epochs' grace
+    /// before lost reports.
+    longest_task_s: f64,
+    /// Every task held: queues, unplaced, staging and epochs.
+    total: usize,
+    rotate: usize,
+    counters: TaskModeCounters,
+    /// Workers that may find work after the last call (see
+    /// [`Scheduler::take_notified`]).
+    notify: Vec<usize>,
+}
+
+impl<T: SchedTask> Scheduler<T> {
+    /// A scheduler whose epochs use the balancer `spec`, with `tuning`,
+    /// for worker indices below `max_workers`.
+    pub fn new(spec: BalancerSpec, tuning: Tuning, max_workers: usize) -> Scheduler<T> {
+        Scheduler {
+            spec,
+            tuning,
+            workers: Vec::new(),
+            kinds: vec![WorkerKind::Other; max_workers],
+            queues: (0..max_workers).map(|_| Queue::default()).collect(),
+            unplaced: Queue::default(),
+            staging: None,
+            epochs: Vec::new(),
+            next_epoch: 0,
+            longest_task_s: 0.0,
+            total: 0,
+            rotate: 0,
+            counters: TaskModeCounters::default(),
+            notify: Vec::new(),
+        }
+    }
+
+    /// The epochs' balancer.
+    pub fn spec(&self) -> &BalancerSpec {
+        &self.spec
+    }
+
+    /// Tasks held (queued, staged or in epochs).
+    pub fn held(&self) -> usize {
+        self.total
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> TaskModeCounters {
+        self.counters
+    }
+
+    /// The context's workers.
+    pub fn workers(&self) -> &[usize] {
+        &self.workers
+    }
+
+    /// Workers that may find work since the last call (placement chose
+    /// them, an epoch gave them a block or progressed): a caller whose
+    /// workers skip the scheduler while idle clears their flag and wakes
+    /// them. Drains the list.
+    pub fn take_notified(&mut self) -> Vec<usize> {
+        let mut v = std::mem::take(&mut self.notify);
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Workers joined (index, kind).
+    pub fn add_workers(&mut self, workers: &[(usize, WorkerKind)]) {
+        for &(w, kind) in workers {
+            if w >= self.queues.len() {
+                self.queues.resize_with(w + 1, Queue::default);
+                self.kinds.resize(w + 1, WorkerKind::Other);
+            }
+            self.kinds[w] = kind;
+            if !self.workers.contains(&w) {
+                self.workers.push(w);
+            }
+        }
+    }
+
+    /// Workers left: their epochs are dissolved into the fallback queues
+    /// (placed on the remaining workers); every remaining worker is
+    /// notified (it may steal what the removed ones left queued).
+    pub fn remove_workers(&mut self, workers: &[usize], book: &ModelBook) {
+        self.workers.retain(|w| !workers.contains(w));
+        self.dissolve_epochs(Some(workers), book);
+        self.notify.extend(self.workers.iter().copied());
+    }
+
+    fn capable(&self, task: &T) -> Vec<usize> {
+        self.workers
+            .iter()
+            .copied()
+            .filter(|&w| task.implementation_on(w).is_some())
+            .collect()
+    }
+
+    /// Queues `item` on the worker of `capable` with the earliest predicted
+    /// finish (the fallback rule), or on the unplaced queue when `capable`
+    /// is empty; returns the chosen worker.
+    fn place(&mut self, book: &ModelBook, mut item: Queued<T>, capable: &[usize]) -> Option<usize> {
+        let cands: Vec<Candidate> = capable
+            .iter()
+            .map(|&w| {
+                let q = self.queues.get(w);
+                Candidate {
+                    backlog_s: q.map_or(0.0, |q| q.backlog_s),
+                    queued: q.map_or(0, |q| q.items.len()),
+                    // Compute from the fitted model plus the predicted
+                    // transfer to the worker's memory.
+                    predicted_s: book
+                        .trained_prediction(w, item.codelet, item.units)
+                        .map(|c| c + item.task.transfer_s(w).unwrap_or(0.0)),
+                }
+            })
+            .collect();
+        let chosen = choose(&cands, self.rotate).map(|i| capable[i]);
+        self.rotate = self.rotate.wrapping_add(1);
+        item.est_s = chosen
+            .and_then(|w| book.get(w, item.codelet))
+            .and_then(|m| m.predict(item.units))
+            .unwrap_or(0.0);
+        match chosen.and_then(|w| self.queues.get_mut(w)) {
+            Some(q) => q.push(item),
+            None => self.unplaced.push(item),
+        }
+        chosen
+    }
+
+    /// Places `items` by the fallback rule; the chosen workers are
+    /// notified.
+    fn place_all(&mut self, items: Vec<Queued<T>>, book: &ModelBook) {
+        for item in items {
+            let capable = self.capable(&item.task);
+            if let Some(w) = self.place(book, item, &capable) {
+                self.notify.push(w);
+            }
+        }
+    }
+
+    /// Places the staged batch by the fallback rule.
+    fn flush_staging(&mut self, book: &ModelBook) {
+        if let Some(s) = self.staging.take() {
+            self.place_all(s.items, book);
+        }
+    }
+
+    /// Takes from `worker`'s own queue, else steals: other queues, longest
+    /// first, then the unplaced ones.
+    fn take_fallback(&mut self, worker: usize) -> Option<(Queued<T>, u32)> {
+        let own = self.queues.get_mut(worker).and_then(|q| q.take_for(worker));
+        own.or_else(|| {
+            let mut order: Vec<usize> = (0..self.queues.len())
+                .filter(|&i| i != worker && !self.queues[i].items.is_empty())
+                .collect();
+            order.sort_by_key(|&i| std::cmp::Reverse(self.queues[i].items.len()));
+            order
+                .into_iter()
+                .find_map(|i| self.queues[i].take_for(worker))
+                .or_else(|| self.unplaced.take_for(worker))
+        })
+    }
+
+    /// Whether an epoch of the staged batch's codelet and size still hands
+    /// tasks out.
+    fn same_batch_open(&self, s: &Staging<T>) -> bool {
+        self.epochs
+            .iter()
+            .any(|r| r.epoch.is_open() && r.codelet == s.codelet && same_size(r.units, s.units))
+    }
+
+    /// Whether `worker` may still get a task from an alive epoch.
+    pub fn epoch_may_give(&self, worker: usize) -> bool {
+        self.epochs.iter().any(|r| r.epoch.may_give(worker))
+    }
+
+    /// Forms an epoch of the staged batch at `now`; returns the workers it
+    /// runs on (empty, and the batch placed by the fallback rule, when the
+    /// balancer cannot be built).
+    fn form_epoch(&mut self, now: f64, book: &ModelBook) -> Vec<usize> {
+        let Some(s) = self.staging.take() else {
+            return Vec::new();
+        };
+        let workers: Vec<usize> = s
+            .capable
+            .iter()
+            .copied()
+            .filter(|w| self.workers.contains(w))
+            .collect();
+        let pus: Vec<EpochPu> = workers
+            .iter()
+            .map(|&w| EpochPu {
+                worker: w,
+                kind: self.kinds.get(w).copied().unwrap_or(WorkerKind::Other),
+            })
+            .collect();
+        let id = self.next_epoch;
+        self.next_epoch += 1;
+        match Epoch::new(id, &self.spec, &self.tuning, &pus, s.items, now) {
+            Ok(mut epoch) => {
+                epoch.note_task_seconds(self.longest_task_s);
+                log::debug!(
+                    "{}: epoch {id} of {} tasks on {} workers",
+                    self.spec.label(),
+                    epoch.total(),
+                    pus.len()
+                );
+                self.counters.epochs += 1;
+                self.epochs.push(Running {
+                    epoch,
+                    codelet: s.codelet,
+                    units: s.units,
+                });
+                self.notify.extend(workers.iter().copied());
+                workers
+            }
+            Err((items, why)) => {
+                log::warn!("{}: no epoch ({why}); placing the batch", self.spec.label());
+                self.place_all(items, book);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Dissolves the epochs that can no longer progress (their tasks go to
+    /// the fallback queues) and forgets the finished ones.
+    fn settle_epochs(&mut self, book: &ModelBook) {
+        let mut i = 0;
+        while i < self.epochs.len() {
+            if self.epochs[i].epoch.is_stalled() {
+                let e = &mut self.epochs[i].epoch;
+                if let Some(f) = e.fault() {
+                    log::error!("{}: epoch {}: {f}", self.spec.label(), e.id());
+                }
+                log::debug!(
+                    "{}: epoch {} stalled; its tasks go to the fallback queues ({e:?})",
+                    self.spec.label(),
+                    e.id()
+                );
+                let items = e.dissolve();
+                self.counters.dissolved_tasks += items.len() as u64;
+                self.place_all(items, book);
+            }
+            if self.epochs[i].epoch.is_finished() {
+                let gone = self.epochs.remove(i);
+                let stats = gone.epoch.stats();
+                log::debug!(
+                    "{}: epoch {} over: {stats:?}",
+                    self.spec.label(),
+                    gone.epoch.id()
+                );
+                self.counters.forced_completions += stats.forced;
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Dissolves every epoch running on one of `workers` (all of them for
+    /// `None`), placing their tasks by the fallback rule.
+    fn dissolve_epochs(&mut self, workers: Option<&[usize]>, book: &ModelBook) {
+        for i in 0..self.epochs.len() {
+            let e = &mut self.epochs[i].epoch;
+            let hit = workers.is_none_or(|ws| ws.iter().any(|&w| e.has_worker(w)));
+            if hit {
+                let items = e.dissolve();
+                self.counters.dissolved_tasks += items.len() as u64;
+                self.place_all(items, book);
+            }
+        }
+        self.settle_epochs(book);
+    }
+
+    /// A task an epoch handed to `worker`: checked against the worker (a
+    /// task it cannot run after all is reported done and placed by the
+    /// fallback rule instead).
+    fn checked(
+        &mut self,
+        worker: usize,
+        (item, ticket): (Queued<T>, Ticket),
+        now: f64,
+        book: &ModelBook,
+    ) -> Option<Taken<T>> {
+        match item.task.implementation_on(worker) {
+            Some(nimpl) => {
+                self.counters.epoch_tasks += 1;
+                // The epoch's estimate: this worker's model.
+                let est_s = book
+                    .get(worker, item.codelet)
+                    .and_then(|m| m.predict(item.units))
+                    .unwrap_or(0.0);
+                Some(Taken {
+                    task: item.task,
+                    implementation: nimpl,
+                    ticket: Some(ticket),
+                    codelet: item.codelet,
+                    units: item.units,
+                    est_s,
+                })
+            }
+            None => {
+                if let Some(r) = self.epochs.iter_mut().find(|r| r.epoch.id() == ticket.epoch) {
+                    r.epoch.task_done(ticket, 0.0, now);
+                }
+                let capable = self.capable(&item.task);
+                if let Some(w) = self.place(book, item, &capable) {
+                    self.notify.push(w);
+                }
+                None
+            }
+        }
+    }
+
+    /// The epoch steps of a pop: `worker`'s group, then the balancers.
+    fn take_from_epochs(&mut self, worker: usize, now: f64, book: &ModelBook) -> Option<Pop<T>> {
+        // Bounded: each round either returns or moves one task out of the
+        // epochs into the fallback queues.
+        for _ in 0..1024 {
+            let mut got = None;
+            for r in self.epochs.iter_mut() {
+                got = r.epoch.take_queued(worker);
+                if got.is_some() {
+                    break;
+                }
+            }
+            if got.is_none() {
+                for r in self.epochs.iter_mut() {
+                    match r.epoch.ask(worker, now) {
+                        Ask::Task(t, ticket) => {
+                            got = Some((t, ticket));
+                            break;
+                        }
+                        Ask::Consult(consult) => {
+                            return Some(Pop::Consult(EpochConsult {
+                                epoch: r.epoch.id(),
+                                consult,
+                            }));
+                        }
+                        Ask::Nothing => {}
+                    }
+                }
+            }
+            let x = got?;
+            if let Some(t) = self.checked(worker, x, now, book) {
+                return Some(Pop::Task(t));
+            }
+        }
+        None
+    }
+
+    /// Forms an epoch of the (big) staged batch and returns `worker`'s first
+    /// step from the epochs, or, when [`MAX_EPOCHS`] are alive, places the
+    /// batch by the fallback rule.
+    fn form_or_flush(&mut self, worker: usize, now: f64, book: &ModelBook) -> Option<Pop<T>> {
+        if self.epochs.len() < MAX_EPOCHS {
+            self.form_epoch(now, book);
+            self.take_from_epochs(worker, now, book)
+        } else {
+            self.flush_staging(book);
+            None
+        }
+    }
+
+    fn fallback(&mut self, worker: usize) -> Option<Pop<T>> {
+        let (item, nimpl) = self.take_fallback(worker)?;
+        self.counters.fallback_tasks += 1;
+        Some(Pop::Task(Taken {
+            task: item.task,
+            implementation: nimpl,
+            ticket: None,
+            codelet: item.codelet,
+            units: item.units,
+            est_s: item.est_s,
+        }))
+    }
+
+    /// The steps of a pop (see the module documentation).
+    fn take(&mut self, worker: usize, now: f64, book: &ModelBook) -> Option<Pop<T>> {
+        // A small batch that stopped growing goes to the fallback queues.
+        if self
+            .staging
+            .as_ref()
+            .is_some_and(|s| !s.is_big() && now - s.last_push >= STAGING_QUIET_S)
+        {
+            self.flush_staging(book);
+        }
+        if let Some(t) = self.take_from_epochs(worker, now, book) {
+            return Some(t);
+        }
+        self.settle_epochs(book);
+        // A big staged batch forms the next epoch, unless an epoch of the
+        // same codelet and size still hands tasks out (it will when that
+        // one has given everything out).
+        let form = self
+            .staging
+            .as_ref()
+            .is_some_and(|s| s.is_big() && !self.same_batch_open(s));
+        if form && let Some(t) = self.form_or_flush(worker, now, book) {
+            return Some(t);
+        }
+        if let Some(t) = self.fallback(worker) {
+            return Some(t);
+        }
+        // The worker would idle: the staged batch is placed (or, when big
+        // and this worker has nothing to wait for in an epoch, formed)
+        // rather than left waiting.
+        let runnable = self.staging.as_ref().is_some_and(|s| {
+            s.items
+                .first()
+                .is_some_and(|q| q.task.implementation_on(worker).is_some())
+        });
+        if runnable {
+            let big = self.staging.as_ref().is_some_and(Staging::is_big);
+            if big && self.epoch_may_give(worker) {
+                return None;
+            }
+            if big {
+                if let Some(t) = self.form_or_flush(worker, now, book) {
+                    return Some(t);
+                }
+            } else {
+                self.flush_staging(book);
+            }
+            return self.fallback(worker);
+        }
+        None
+    }
+
+    /// Worker `worker` asks for a task at `now`.
+    pub fn pop(&mut self, worker: usize, now: f64, book: &ModelBook) -> Pop<T> {
+        match self.take(worker, now, book) {
+            Some(Pop::Task(t)) => {
+                self.total = self.total.saturating_sub(1);
+                Pop::Task(t)
+            }
+            Some(other) => other,
+            None => Pop::Nothing {
+                idle: !self.epoch_may_give(worker),
+            },
+        }
+    }
+
+    /// Hands back a consult [`Scheduler::pop`] gave `worker`, after
+    /// [`EpochConsult::run`]; the PUs that got blocks are notified, and
+    /// `worker` asks again.
+    pub fn resume(
+        &mut self,
+        consult: EpochConsult,
+        worker: usize,
+        now: f64,
+        book: &ModelBook,
+    ) -> Pop<T> {
+        if let Some(r) = self.epochs.iter_mut().find(|r| r.epoch.id() == consult.epoch) {
+            let got = r.epoch.checkin(consult.consult, now);
+            self.notify.extend(got);
+        }
+        self.settle_epochs(book);
+        self.pop(worker, now, book)
+    }
+
+    /// [`Scheduler::pop`] that runs consults at once (single-threaded
+    /// callers and tests).
+    pub fn pop_now(&mut self, worker: usize, now: f64, book: &ModelBook) -> Option<Taken<T>> {
+        let mut p = self.pop(worker, now, book);
+        // Bounded: each consult hands out blocks or changes PU states.
+        for _ in 0..16 {
+            match p {
+                Pop::Task(t) => return Some(t),
+                Pop::Nothing { .. } => return None,
+                Pop::Consult(mut c) => {
+                    c.run();
+                    p = self.resume(c, worker, now, book);
+                }
+            }
+        }
+        None
+    }
+
+    /// A task became ready at `now`; `is_idle` tells which workers sleep.
+    /// Returns the idle workers to wake (the chosen worker if idle, else one
+    /// idle worker able to run it; the idle workers of an epoch formed).
+    pub fn push(
+        &mut self,
+        task: T,
+        now: f64,
+        book: &ModelBook,
+        is_idle: &dyn Fn(usize) -> bool,
+    ) -> Vec<usize> {
+        let codelet = task.codelet();
+        let units = task.units();
+        let capable = self.capable(&task);
+        let item = Queued {
+            task,
+            codelet,
+            units,
+            est_s: 0.0,
+        };
+        let mut wake: Vec<usize> = Vec::new();
+        let chosen = if codelet != 0 && !capable.is_empty() {
+            // Staged. A task of another codelet or size closes the batch:
+            // it forms an epoch when big enough, else is placed.
+            let joins = self
+                .staging
+                .as_ref()
+                .is_some_and(|s| s.matches(codelet, units));
+            if !joins {
+                if self
+                    .staging
+                    .as_ref()
+                    .is_some_and(|s| s.is_big() && self.epochs.len() < MAX_EPOCHS)
+                {
+                    // Wake the epoch's workers that were idle.
+                    let idle: Vec<usize> = self
+                        .staging
+                        .as_ref()
+                        .map(|s| s.capable.iter().copied().filter(|&w| is_idle(w)).collect())
+                        .unwrap_or_default();
+                    let on = self.form_epoch(now, book);
+                    wake.extend(idle.into_iter().filter(|w| on.contains(w)));
+                } else {
+                    self.flush_staging(book);
+                }
+            }
+            let s = self.staging.get_or_insert_with(|| Staging {
+                codelet,
+                units,
+                capable: capable.clone(),
+                items: Vec::new(),
+                last_push: now,
+            });
+            s.items.push(item);
+            s.last_push = now;
+            None
+        } else {
+            self.place(book, item, &capable)
+        };
+        self.total += 1;
+        // Wake the chosen worker if it is idle, else one idle worker that
+        // may take the task.
+        let one = chosen.filter(|&w| is_idle(w)).or_else(|| {
+            capable
+                .iter()
+                .copied()
+                .find(|&w| Some(w) != chosen && is_idle(w))
+        });
+        wake.extend(one);
+        wake.sort_unstable();
+        wake.dedup();
+        wake
+    }
+
+    /// The task of `ticket` ran for `seconds` and finished at `now`
+    /// (recorded only; its epoch's balancer sees it at its next consult).
+    /// When this completes a block, the epoch's workers are notified.
+    pub fn task_done(&mut self, ticket: Ticket, seconds: f64, now: f64, book: &ModelBook) {
+        if seconds > self.longest_task_s {
+            self.longest_task_s = seconds;
+        }
+        let mut progressed = false;
+        if let Some(r) = self.epochs.iter_mut().find(|r| r.epoch.id() == ticket.epoch)
+            && r.epoch.task_done(ticket, seconds, now)
+        {
+            progressed = true;
+            self.notify.extend(r.epoch.workers());
+        }
+        if progressed {
+            self.settle_epochs(book);
+        }
+    }
+
+    /// Takes every task held (at deinit; normally none).
+    pub fn drain(&mut self) -> Vec<T> {
+        self.total = 0;
+        let mut out: Vec<T> = Vec::new();
+        for r in self.epochs.drain(..) {
+            let mut epoch = r.epoch;
+            let items = epoch.dissolve();
+            self.counters.dissolved_tasks += items.len() as u64;
+            out.extend(items.into_iter().map(|q| q.task));
+        }
+        if let Some(s) = self.staging.take() {
+            out.extend(s.items.into_iter().map(|q| q.task));
+        }
+        for q in self
+            .queues
+            .iter_mut()
+            .chain(std::iter::once(&mut self.unplaced))
+        {
+            q.backlog_s = 0.0;
+            out.extend(q.items.drain(..).map(|q| q.task));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,246 @@
+//! Task mode in virtual time: fake tasks on fake workers, exact expected
+//! decisions where the rule fixes them.
+
+use super::*;
+use crate::balance::registry::{self, BalancerSpec};
+
+#[derive(Debug, Clone, PartialEq)]
+struct Fake {
+    id: usize,
+    codelet: usize,
+    units: f64,
+    /// Bit `w` set: worker `w` can run it.
+    mask: u64,
+}
+
+impl SchedTask for Fake {
+    fn codelet(&self) -> usize {
+        self.codelet
+    }
+    fn units(&self) -> f64 {
+        self.units
+    }
+    fn implementation_on(&self, pu: usize) -> Option<u32> {
+        (self.mask >> pu & 1 == 1).then_some(0)
+    }
+    fn transfer_s(&self, _pu: usize) -> Option<f64> {
+        None
+    }
+}
+
+fn task(id: usize, codelet: usize) -> Fake {
+    Fake {
+        id,
+        codelet,
+        units: 10.0,
+        mask: u64::MAX,
+    }
+}
+
+fn sched(name: &str, workers: usize) -> Scheduler<Fake> {
+    let mut s = Scheduler::new(BalancerSpec::parse(name).unwrap(), Tuning::default(), 8);
+    let w: Vec<(usize, WorkerKind)> = (0..workers).map(|w| (w, WorkerKind::Cpu)).collect();
+    s.add_workers(&w);
+    s
+}
+
+const NEVER_IDLE: &dyn Fn(usize) -> bool = &|_| false;
+
+/// Runs everything pushed so far: worker `w` takes `secs[w]` seconds per
+/// task, one at a time; an idle worker asks at every event. Returns the
+/// task ids each worker ran, in order.
+fn run(s: &mut Scheduler<Fake>, book: &mut ModelBook, secs: &[f64]) -> Vec<Vec<usize>> {
+    let n = secs.len();
+    let mut ran = vec![Vec::new(); n];
+    let mut running: Vec<Option<(f64, Taken<Fake>)>> = (0..n).map(|_| None).collect();
+    let mut now = 0.0;
+    for _ in 0..1_000_000 {
+        for w in 0..n {
+            if running[w].is_none()
+                && let Some(t) = s.pop_now(w, now, book)
+            {
+                running[w] = Some((now + secs[w], t));
+            }
+        }
+        let next = (0..n)
+            .filter_map(|w| running[w].as_ref().map(|(end, _)| (*end, w)))
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        let Some((end, w)) = next else {
+            if s.held() == 0 {
+                return ran;
+            }
+            // Staged tasks flush after a quiet time.
+            now += 2.0 * STAGING_QUIET_S;
+            continue;
+        };
+        now = end;
+        let (_, t) = running[w].take().expect("running");
+        ran[w].push(t.task.id);
+        book.record_now(w, t.codelet, t.units, secs[w]);
+        if let Some(ticket) = t.ticket {
+            s.task_done(ticket, secs[w], now, book);
+        }
+    }
+    panic!("no progress");
+}
+
+fn assert_exactly_once(ran: &[Vec<usize>], n: usize) {
+    let mut seen = vec![0; n];
+    for &id in ran.iter().flatten() {
+        seen[id] += 1;
+    }
+    assert!(seen.iter().all(|&c| c == 1), "{seen:?}");
+}
+
+#[test]
+fn tasks_without_a_codelet_go_round_robin_to_untrained_workers() {
+    let mut s = sched("plb-hac", 2);
+    let book = ModelBook::default();
+    s.push(task(0, 0), 0.0, &book, NEVER_IDLE);
+    s.push(task(1, 0), 0.0, &book, NEVER_IDLE);
+    // Untrained workers are fed first, shortest queue, ties by rotation.
+    let a = s.pop_now(0, 0.0, &book).expect("worker 0's task");
+    let b = s.pop_now(1, 0.0, &book).expect("worker 1's task");
+    assert_eq!((a.task.id, b.task.id), (0, 1));
+    assert!(a.ticket.is_none() && b.ticket.is_none(), "fallback, no epoch");
+    assert_eq!(s.counters().fallback_tasks, 2);
+    assert!(s.pop_now(0, 0.0, &book).is_none());
+}
+
+#[test]
+fn a_batch_forms_an_epoch_split_by_the_balancer() {
+    // Static with given speeds: exactly 1/4 and 3/4 of the 16 tasks.
+    let mut s = sched("static:speeds=1/3", 2);
+    let mut book = ModelBook::default();
+    for i in 0..16 {
+        s.push(task(i, 7), 0.0, &book, NEVER_IDLE);
+    }
+    // Not yet an epoch: the batch is staged.
+    assert_eq!(s.counters().epochs, 0);
+    let ran = run(&mut s, &mut book, &[1.0, 1.0]);
+    assert_eq!(s.counters().epochs, 1);
+    assert_eq!(ran[0], (0..4).collect::<Vec<_>>());
+    assert_eq!(ran[1], (4..16).collect::<Vec<_>>());
+    assert_eq!(s.counters().epoch_tasks, 16);
+}
+
+#[test]
+fn every_registered_balancer_runs_every_task_exactly_once() {
+    for e in registry::REGISTRY {
+        for secs in [[0.01, 0.03], [0.05, 0.01]] {
+            let mut s = sched(e.name, 2);
+            let mut book = ModelBook::default();
+            // Two batches of different codelets, a stray task, and tasks
+            // only worker 1 can run.
+            let mut n = 0;
+            for c in [3, 4] {
+                for _ in 0..40 {
+                    s.push(task(n, c), 0.0, &book, NEVER_IDLE);
+                    n += 1;
+                }
+            }
+            s.push(task(n, 0), 0.0, &book, NEVER_IDLE);
+            n += 1;
+            for _ in 0..3 {
+                let mut t = task(n, 9);
+                t.mask = 0b10;
+                s.push(t, 0.0, &book, NEVER_IDLE);
+                n += 1;
+            }
+            let ran = run(&mut s, &mut book, &secs);
+            assert_exactly_once(&ran, n);
+            assert!(
+                ran[0].iter().all(|&id| id < n - 3),
+                "{}: worker 0 ran a task it cannot run",
+                e.name
+            );
+            assert!(s.counters().epochs >= 2, "{}: {:?}", e.name, s.counters());
+        }
+    }
+}
+
+#[test]
+fn a_faster_worker_gets_more_of_an_epoch_under_plb_hac() {
+    let mut s = sched("plb-hac", 2);
+    let mut book = ModelBook::default();
+    for i in 0..2000 {
+        s.push(task(i, 5), 0.0, &book, NEVER_IDLE);
+    }
+    let ran = run(&mut s, &mut book, &[0.001, 0.003]);
+    assert_exactly_once(&ran, 2000);
+    assert!(
+        ran[0].len() > 2 * ran[1].len(),
+        "fast {} slow {}",
+        ran[0].len(),
+        ran[1].len()
+    );
+}
+
+#[test]
+fn the_balancer_runs_outside_the_callers_critical_section() {
+    let mut s = sched("plb-hac", 2);
+    let book = ModelBook::default();
+    for i in 0..64 {
+        s.push(task(i, 5), 0.0, &book, NEVER_IDLE);
+    }
+    // Worker 0's pop forms the epoch and hands out a consult to run.
+    let Pop::Consult(mut c) = s.pop(0, 0.0, &book) else {
+        panic!("expected a consult")
+    };
+    // Meanwhile worker 1 asks: the balancer is out, nothing to take yet,
+    // but it must not sleep (the epoch may still give it work).
+    assert!(matches!(s.pop(1, 0.0, &book), Pop::Nothing { idle: false }));
+    c.run();
+    let Pop::Task(t) = s.resume(c, 0, 0.0, &book) else {
+        panic!("worker 0 gets its first task after the consult")
+    };
+    assert!(t.ticket.is_some());
+    // Both workers got a block (PLB-HAC's training): worker 1 is notified.
+    assert_eq!(s.take_notified(), vec![0, 1]);
+    assert!(matches!(s.pop(1, 0.0, &book), Pop::Task(_)));
+}
+
+#[test]
+fn removing_a_worker_dissolves_its_epochs_onto_the_others() {
+    let mut s = sched("hdss", 3);
+    let mut book = ModelBook::default();
+    for i in 0..60 {
+        s.push(task(i, 2), 0.0, &book, NEVER_IDLE);
+    }
+    let first = s.pop_now(0, 0.0, &book).expect("a task");
+    s.remove_workers(&[2], &book);
+    assert!(s.counters().dissolved_tasks > 0);
+    let mut ran = run(&mut s, &mut book, &[0.01, 0.02]);
+    ran[0].push(first.task.id);
+    assert_exactly_once(&ran, 60);
+}
+
+#[test]
+fn push_wakes_one_idle_capable_worker() {
+    let mut s = sched("acosta", 3);
+    let book = ModelBook::default();
+    let idle = |w: usize| w != 0;
+    // No codelet: placed round-robin (worker 0 first), which is busy, so
+    // one idle capable worker is woken instead.
+    assert_eq!(s.push(task(0, 0), 0.0, &book, &idle), vec![1]);
+    let mut only_2 = task(1, 0);
+    only_2.mask = 0b100;
+    assert_eq!(s.push(only_2, 0.0, &book, &idle), vec![2]);
+}
+
+#[test]
+fn tasks_nobody_can_run_are_kept_and_drained() {
+    let mut s = sched("plb-hec", 2);
+    let book = ModelBook::default();
+    let mut t = task(0, 0);
+    t.mask = 0b1000;
+    s.push(t.clone(), 0.0, &book, NEVER_IDLE);
+    for i in 1..20 {
+        s.push(task(i, 4), 0.0, &book, NEVER_IDLE);
+    }
+    assert!(s.pop_now(0, 0.0, &book).is_some());
+    let left = s.drain();
+    assert_eq!(left.len(), 19);
+    assert!(left.contains(&t));
+    assert_eq!(s.held(), 0);
+}
