@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use launch::PolicySelection;
-use starpu_plb::catalog::POLICIES;
+use starpu_plb::catalog::policies;
 
 const USAGE: &str = "\
 usage:
@@ -56,7 +56,7 @@ fn main() -> ExitCode {
 fn dispatch(args: &[String]) -> Result<ExitCode, String> {
     match args.first().map(String::as_str) {
         Some("policies") => {
-            for p in POLICIES {
+            for p in policies() {
                 println!("{:<10} {}", p.name(), p.description());
             }
             Ok(ExitCode::SUCCESS)

@@ -8,7 +8,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use plb_core::balance::sim::{SimOptions, build_balancer as build, optimum, simulate};
+use plb_core::balance::registry::build;
+use plb_core::balance::sim::{SimOptions, optimum, simulate};
 use plb_core::platform::Platform;
 use plb_core::workload::{App, sim_pus};
 
@@ -17,9 +18,9 @@ const NOISE: f64 = 0.03;
 
 /// The contenders, in the order printed; the first is the speedup baseline.
 pub const CONTENDERS: [&str; 7] = [
-    "greedy W/64",
-    "greedy W/256",
-    "greedy W/16",
+    "greedy:W/64",
+    "greedy:W/256",
+    "greedy:W/16",
     "hdss",
     "acosta",
     "plb-hec",
@@ -114,7 +115,7 @@ pub fn run(reps: usize, quick: bool) -> Result<Simulated, String> {
         for (i, name) in CONTENDERS.iter().enumerate() {
             let mut spans = Vec::new();
             for seed in 1..=seeds {
-                let mut b = build(name, pus.len(), total)?;
+                let mut b = build(name, pus.len(), total).map_err(|e| e.to_string())?;
                 let r = simulate(b.as_mut(), &pus, total, SimOptions { noise: NOISE, seed })
                     .map_err(|e| format!("simulated {name} on {label}: {e:?}"))?;
                 let _ = writeln!(

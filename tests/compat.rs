@@ -36,7 +36,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use starpu_plb::catalog::POLICIES;
+use starpu_plb::catalog::policies;
 
 /// Where Debian's starpu-examples installs the programs.
 const EXAMPLES_DIR: &str = "/usr/lib/x86_64-linux-gnu/starpu/examples";
@@ -707,7 +707,7 @@ fn run_job(job: &Job<'_>, lib: &Path) -> (String, Vec<Verdict>) {
     let mut out = String::new();
     let mut verdicts = Vec::new();
     if let Err(e) = fs::create_dir_all(&job.dir) {
-        for p in POLICIES {
+        for p in policies() {
             line(
                 &mut out,
                 config,
@@ -738,7 +738,7 @@ fn run_job(job: &Job<'_>, lib: &Path) -> (String, Vec<Verdict>) {
     } else {
         None
     };
-    for p in POLICIES {
+    for p in policies() {
         let policy = p.name();
         if let Some(problem) = &eager_problem {
             line(
@@ -854,7 +854,7 @@ fn main() -> ExitCode {
         );
         println!(
             "compat: 0 passed, 0 failed, {} skipped",
-            cases.len() * Config::ALL.len() * POLICIES.len()
+            cases.len() * Config::ALL.len() * policies().len()
         );
         return ExitCode::SUCCESS;
     }
@@ -879,7 +879,7 @@ fn main() -> ExitCode {
     println!("compat: examples {}", examples.display());
     println!(
         "compat: policies {}",
-        POLICIES
+        policies()
             .iter()
             .map(|p| p.name())
             .collect::<Vec<_>>()
@@ -888,7 +888,7 @@ fn main() -> ExitCode {
 
     let mut counts: BTreeMap<&'static str, Counts> = BTreeMap::new();
     let mut report = String::new();
-    let npol = POLICIES.len();
+    let npol = policies().len();
 
     // Programs installed but not listed: the data file must say how to run them.
     let installed = installed_programs(&examples);
@@ -981,7 +981,7 @@ fn main() -> ExitCode {
                 env.push((k.clone(), v));
             }
             if let Some(why) = why {
-                for p in POLICIES {
+                for p in policies() {
                     line(
                         &mut report,
                         cname,

@@ -23,8 +23,7 @@
 use std::time::{Duration, Instant};
 
 use plb_core::balance::sim::{
-    BALANCERS, SimError, SimOptions, SimPu, SimReport, optimum_split, simulate,
-    true_time,
+    BALANCERS, SimError, SimOptions, SimPu, SimReport, optimum_split, simulate, true_time,
 };
 use plb_core::balance::{Balancer, Completion, Decision, PuId};
 

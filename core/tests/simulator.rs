@@ -3,8 +3,7 @@
 //! is SIMULATED (virtual time on true curves), never measured.
 
 use plb_core::balance::sim::{
-    SimOptions, SimPu, SimReport, SpeedChange, optimum, optimum_split, simulate,
-    true_time,
+    SimOptions, SimPu, SimReport, SpeedChange, optimum, optimum_split, simulate, true_time,
 };
 use plb_core::balance::{Block, Greedy};
 use plb_core::platform::{BUILTIN, Platform, PuKind};

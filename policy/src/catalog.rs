@@ -1,64 +1,73 @@
-//! The policies this library registers: names and one-line descriptions.
-//!
-//! Plain data with no StarPU dependency, shared by the policy library and
-//! the `plb` command-line tool. Names must not start with `heft`: StarPU 1.3
-//! silently maps any such name to `dmda`.
+//! The policies this library registers with StarPU: `greedy` (the central
+//! FIFO baseline of task mode) and every other balancer of `plb-core`'s
+//! registry ([`plb_core::balance::registry`]), with the registry's one-line
+//! summaries. No StarPU needed: shared by the policy library and the `plb`
+//! command-line tool. Names never start with `heft` (StarPU 1.3 maps any
+//! such name to `dmda`; the registry's tests forbid it).
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
+use std::sync::OnceLock;
+
+use plb_core::balance::registry::{self, Entry};
 
 /// One registered scheduling policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct PolicyInfo {
     /// The value users give to `STARPU_SCHED` (NUL-terminated for StarPU).
     pub c_name: &'static CStr,
     /// One-line description shown by `STARPU_SCHED=help` and `plb policies`.
     pub c_description: &'static CStr,
+    /// The registry entry behind it.
+    pub entry: &'static Entry,
 }
 
 impl PolicyInfo {
     /// The policy name as a Rust string.
     pub fn name(&self) -> &'static str {
-        self.c_name.to_str().unwrap_or("?")
+        self.entry.name
     }
 
     /// The description as a Rust string.
     pub fn description(&self) -> &'static str {
-        self.c_description.to_str().unwrap_or("?")
+        self.entry.summary
+    }
+
+    /// Whether task mode runs the central FIFO ([`crate::greedy`]) rather
+    /// than the task-mode scheduler with this balancer's epochs.
+    pub fn is_central_fifo(&self) -> bool {
+        self.entry.name == "greedy"
     }
 }
 
-/// Every policy the library registers, in the order they are listed.
-pub const POLICIES: &[PolicyInfo] = &[
-    PolicyInfo {
-        c_name: c"greedy",
-        c_description: c"plb greedy baseline: central FIFO, each ready task to the first idle worker able to run it",
-    },
-    PolicyInfo {
-        c_name: c"plb-hac",
-        c_description: c"plb-hac (task mode: per-worker/codelet fitted models, earliest predicted finish, idle workers steal; divisible mode: PLB-HAC balancer)",
-    },
-    PolicyInfo {
-        c_name: c"plb-hec",
-        c_description: c"plb-hec (task mode: per-worker/codelet fitted models, earliest predicted finish, idle workers steal; divisible mode: PLB-HeC balancer)",
-    },
-    PolicyInfo {
-        c_name: c"hdss",
-        c_description: c"hdss (task mode: per-worker/codelet fitted models, earliest predicted finish, idle workers steal; divisible mode: HDSS balancer)",
-    },
-    PolicyInfo {
-        c_name: c"acosta",
-        c_description: c"acosta (task mode: per-worker/codelet fitted models, earliest predicted finish, idle workers steal; divisible mode: Acosta balancer)",
-    },
-];
+/// Leaks a C copy of a registry string (a few bytes per entry, once).
+fn leak_c(s: &str) -> &'static CStr {
+    let c = CString::new(s.replace('\0', " ")).unwrap_or_default();
+    Box::leak(c.into_boxed_c_str())
+}
+
+/// Every policy the library registers, in the registry's order.
+pub fn policies() -> &'static [PolicyInfo] {
+    static POLICIES: OnceLock<Vec<PolicyInfo>> = OnceLock::new();
+    POLICIES.get_or_init(|| {
+        registry::REGISTRY
+            .iter()
+            .map(|entry| PolicyInfo {
+                c_name: leak_c(entry.name),
+                c_description: leak_c(entry.summary),
+                entry,
+            })
+            .collect()
+    })
+}
 
 /// Looks a policy up by its exact `STARPU_SCHED` name.
 pub fn find(name: &str) -> Option<&'static PolicyInfo> {
-    POLICIES.iter().find(|p| p.name() == name)
+    policies().iter().find(|p| p.name() == name)
 }
 
 /// The registered names, comma-separated (for error messages).
 pub fn names() -> String {
-    POLICIES
+    policies()
         .iter()
         .map(PolicyInfo::name)
         .collect::<Vec<_>>()
@@ -70,15 +79,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_are_unique_and_never_start_with_heft() {
-        for (i, p) in POLICIES.iter().enumerate() {
-            assert!(
-                !p.name().starts_with("heft"),
-                "{} would be mapped to dmda",
-                p.name()
-            );
-            assert!(!p.name().is_empty() && !p.description().is_empty());
-            assert!(POLICIES[i + 1..].iter().all(|q| q.name() != p.name()));
+    fn every_registry_entry_is_a_policy() {
+        assert_eq!(policies().len(), registry::REGISTRY.len());
+        for e in registry::REGISTRY {
+            let p = find(e.name).expect("registered");
+            assert_eq!(p.c_name.to_str().unwrap(), e.name);
+            assert_eq!(p.description(), e.summary);
         }
     }
 
@@ -88,8 +94,9 @@ mod tests {
         assert!(find("greed").is_none());
         assert!(find("GREEDY").is_none());
         assert!(find("").is_none());
+        assert!(find("greedy:64").is_none(), "policies take no parameters");
         assert!(names().contains("greedy"));
-        for n in ["plb-hac", "plb-hec", "hdss", "acosta"] {
+        for n in ["plb-hac", "plb-hec", "hdss", "acosta", "static"] {
             assert_eq!(find(n).map(|p| p.name()), Some(n));
         }
     }

@@ -24,9 +24,7 @@ struct State {
 }
 
 impl SchedPolicy for Greedy {
-    const NAME: &'static str = "greedy";
-
-    fn new(_ctx: SchedCtx) -> Self {
+    fn new(_ctx: SchedCtx, _info: &'static crate::catalog::PolicyInfo) -> Self {
         Greedy {
             state: Mutex::new(State {
                 fifo: CentralFifo::default(),
@@ -35,6 +33,10 @@ impl SchedPolicy for Greedy {
             queued: AtomicUsize::new(0),
             idle: IdleFlags::new(WorkerId::max_workers()),
         }
+    }
+
+    fn name(&self) -> &'static str {
+        "greedy"
     }
 
     fn add_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {

@@ -4,13 +4,15 @@
 //! StarPU applications with `STARPU_SCHED=<policy>` (preloaded on StarPU
 //! 1.3, `STARPU_SCHED_LIB` on 1.4; see `docs/architecture.md`).
 //!
-//! * [`catalog`]: the registered policy names (no StarPU needed).
+//! * [`catalog`]: the registered policy names (`plb-core`'s registry; no
+//!   StarPU needed).
 //! * [`starpu`]: the adapter, the only module that touches StarPU.
-//! * [`greedy`]: the greedy baseline policy.
-//! * [`model_policy`]: task mode of `plb-hac`, `plb-hec`, `hdss`, `acosta`
-//!   (placement rule in [`placement`], which needs no StarPU).
+//! * [`greedy`]: the greedy baseline policy (central FIFO).
+//! * [`task_mode`]: every other registry name in task mode (the scheduler
+//!   itself is `plb_core::taskmode`).
 //! * [`divisible`]: the divisible-load API (blocks of `W` units for the
-//!   application to submit; C header `include/plb_divisible.h`).
+//!   application to submit; C header `include/plb_divisible.h`), on
+//!   `plb-core`'s protocol driver.
 //! * [`fifo`], [`stats`]: plain data structures the policies use.
 
 pub mod catalog;
@@ -18,14 +20,12 @@ pub mod config;
 pub mod diagnostics;
 pub mod divisible;
 pub mod emulation;
-pub mod epoch;
 pub mod fifo;
 pub mod greedy;
 pub mod idle;
-pub mod model_policy;
-pub mod placement;
 pub mod starpu;
 pub mod stats;
+pub mod task_mode;
 pub mod trace;
 
 /// Starts `env_logger` once (filter from `RUST_LOG`; errors only by default).

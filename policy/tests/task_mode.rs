@@ -15,8 +15,9 @@ use std::sync::{MutexGuard, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use plb_core::taskmode::TaskModeCounters;
 use starpu_plb::diagnostics::abandoned_tasks;
-use starpu_plb::model_policy::{TaskModeCounters, task_mode_counters};
+use starpu_plb::task_mode::task_mode_counters;
 use starpu_sys as sys;
 
 mod common;

@@ -608,7 +608,10 @@ mod tests {
             }
         );
         assert_eq!(d.report(1, 1.0, 0.0, 1.0), Err(DriverError::AlreadyDone(1)));
-        assert_eq!(d.report(7, 1.0, 0.0, 1.0), Err(DriverError::UnknownBlock(7)));
+        assert_eq!(
+            d.report(7, 1.0, 0.0, 1.0),
+            Err(DriverError::UnknownBlock(7))
+        );
         assert!(matches!(
             d.report(0, f64::NAN, 0.0, 1.0),
             Err(DriverError::BadTime { id: 0, .. })
@@ -718,7 +721,10 @@ mod tests {
         }
         let mut d = Driver::new(Box::new(Overlaps), 2);
         let e = d.step(0.0).unwrap_err();
-        assert!(matches!(e, DriverError::Fault(ref m) if m.contains("PU 1")), "{e}");
+        assert!(
+            matches!(e, DriverError::Fault(ref m) if m.contains("PU 1")),
+            "{e}"
+        );
         assert!(matches!(d.status(), Status::Faulted(_)));
         assert!(d.step(1.0).is_err());
     }

@@ -43,7 +43,7 @@ pub use plb_hec::{PlbHec, PlbHecConfig, PlbHecStats, default_initial_block};
 pub use pool::WorkPool;
 pub use registry::{BalancerSpec, BuildContext, SpecError};
 pub use static_split::{Static, StaticConfig};
-pub use tuning::{WorkerKind, Tuning};
+pub use tuning::{Tuning, WorkerKind};
 
 /// Index of a processing unit in the balancer's PU list.
 pub type PuId = usize;

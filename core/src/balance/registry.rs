@@ -23,7 +23,7 @@
 //! API, task mode (`STARPU_SCHED=<name>`), `plb policies` and the registry
 //! test that runs every entry under all three drivers.
 
-use super::tuning::{WorkerKind, Tuning};
+use super::tuning::{Tuning, WorkerKind};
 use super::{Balancer, acosta, greedy, hdss, plb_hac, plb_hec, static_split};
 
 /// What a balancer is built for.
@@ -158,26 +158,19 @@ impl BalancerSpec {
                     None => ("", part),
                 };
                 let bad = |why: String| SpecError::Unknown(format!("{text:?}: {why}"));
-                let param = entry
-                    .params
-                    .iter()
-                    .find(|p| p.key == key)
-                    .ok_or_else(|| {
-                        bad(format!(
-                            "{name} has no parameter {key:?} (parameters: {})",
-                            entry
-                                .params
-                                .iter()
-                                .map(|p| p.key)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ))
-                    })?;
+                let param = entry.params.iter().find(|p| p.key == key).ok_or_else(|| {
+                    bad(format!(
+                        "{name} has no parameter {key:?} (parameters: {})",
+                        entry
+                            .params
+                            .iter()
+                            .map(|p| p.key)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })?;
                 if !(param.check)(value) {
-                    return Err(bad(format!(
-                        "{key}={value:?}: expected {}",
-                        param.accepted
-                    )));
+                    return Err(bad(format!("{key}={value:?}: expected {}", param.accepted)));
                 }
                 if args.iter().any(|(k, _)| *k == param.key) {
                     return Err(bad(format!("{key} given twice")));
@@ -320,7 +313,12 @@ mod tests {
         let mut g = build("greedy:W/16", 1, 1600).unwrap();
         let r = simulate(g.as_mut(), &pus, 1600, SimOptions::default()).unwrap();
         assert!(r.runs.iter().all(|x| x.block.len == 100));
-        let e = build("static:speeds=1/2/3", 2, 10).err().expect("3 speeds, 2 PUs");
-        assert!(matches!(e, SpecError::Config(ref m) if m.contains("speeds")), "{e}");
+        let e = build("static:speeds=1/2/3", 2, 10)
+            .err()
+            .expect("3 speeds, 2 PUs");
+        assert!(
+            matches!(e, SpecError::Config(ref m) if m.contains("speeds")),
+            "{e}"
+        );
     }
 }

@@ -196,10 +196,7 @@ impl Balancer for Static {
                     _ => 0.0,
                 })
                 .collect();
-            self.spu = speeds
-                .iter()
-                .map(|&r| (r > 0.0).then(|| 1.0 / r))
-                .collect();
+            self.spu = speeds.iter().map(|&r| (r > 0.0).then(|| 1.0 / r)).collect();
             self.split(&speeds);
         }
     }
@@ -222,7 +219,12 @@ impl Balancer for Static {
 /// `1/4/2`: one positive-or-zero speed per PU.
 fn speeds_of(text: &str) -> Option<Vec<f64>> {
     text.split('/')
-        .map(|s| s.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0))
+        .map(|s| {
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+        })
         .collect()
 }
 
@@ -298,10 +300,7 @@ mod tests {
         assert_eq!(b.stats().get("probe_blocks"), Some(3));
         // After the probes, each PU's block takes the same time.
         let ends: Vec<f64> = r.runs[3..].iter().map(|x| x.end).collect();
-        assert!(
-            ends.iter().all(|e| (e - ends[0]).abs() < 0.02),
-            "{ends:?}"
-        );
+        assert!(ends.iter().all(|e| (e - ends[0]).abs() < 0.02), "{ends:?}");
         assert!(r.units[1] > 3 * r.units[0], "{:?}", r.units);
     }
 
@@ -317,7 +316,12 @@ mod tests {
 
     #[test]
     fn bad_speeds_are_refused() {
-        for speeds in [vec![1.0], vec![1.0, f64::NAN], vec![0.0, 0.0], vec![-1.0, 1.0]] {
+        for speeds in [
+            vec![1.0],
+            vec![1.0, f64::NAN],
+            vec![0.0, 0.0],
+            vec![-1.0, 1.0],
+        ] {
             let cfg = StaticConfig {
                 speeds: Some(speeds.clone()),
                 probe: 0,

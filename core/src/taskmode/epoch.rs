@@ -430,7 +430,8 @@ impl<T> Epoch<T> {
                 // Dissolved during the consult: the tasks went back already.
                 continue;
             }
-            pu.group.extend(self.pending.drain(..len.min(self.pending.len())));
+            pu.group
+                .extend(self.pending.drain(..len.min(self.pending.len())));
             pu.block = Some(i.id);
             pu.handed_at = now;
             pu.outstanding = 0;
@@ -525,7 +526,11 @@ impl<T> Epoch<T> {
             self.id,
             pu.compute_s
         );
-        if self.driver.report(id, pu.compute_s, 0.0, finished_at).is_ok() {
+        if self
+            .driver
+            .report(id, pu.compute_s, 0.0, finished_at)
+            .is_ok()
+        {
             self.stats.completions += 1;
         }
     }
@@ -728,7 +733,10 @@ mod tests {
         assert_eq!(ep.held(), 0);
         assert!(ep.is_finished() && !ep.is_open());
         assert!(ep.dissolve().is_empty(), "dissolve gives the tasks once");
-        assert!(ep.ask_now(0, 1.0).is_none(), "a dissolved epoch gives nothing");
+        assert!(
+            ep.ask_now(0, 1.0).is_none(),
+            "a dissolved epoch gives nothing"
+        );
         assert!(
             !ep.task_done(ta, 0.01, 1.0),
             "reports after dissolve are ignored"
@@ -791,9 +799,11 @@ mod tests {
             open: false,
         };
         let mut ep: Epoch<usize> =
-            Epoch::with_balancer(0, Box::new(b), &cpus(2), (0..20).collect(), 0.0)
-                .expect("epoch");
-        assert!(ep.ask_now(0, 0.0).is_none(), "PU 0 waits, opening PU 1's step");
+            Epoch::with_balancer(0, Box::new(b), &cpus(2), (0..20).collect(), 0.0).expect("epoch");
+        assert!(
+            ep.ask_now(0, 0.0).is_none(),
+            "PU 0 waits, opening PU 1's step"
+        );
         assert!(!ep.is_stalled(), "PU 1 has its block");
         let (ran, left) = run(&mut ep, &[0.01, 0.01]);
         assert!(left.is_empty());

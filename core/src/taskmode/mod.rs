@@ -541,7 +541,11 @@ impl<T: SchedTask> Scheduler<T> {
                 })
             }
             None => {
-                if let Some(r) = self.epochs.iter_mut().find(|r| r.epoch.id() == ticket.epoch) {
+                if let Some(r) = self
+                    .epochs
+                    .iter_mut()
+                    .find(|r| r.epoch.id() == ticket.epoch)
+                {
                     r.epoch.task_done(ticket, 0.0, now);
                 }
                 let capable = self.capable(&item.task);
@@ -692,12 +696,22 @@ impl<T: SchedTask> Scheduler<T> {
         now: f64,
         book: &ModelBook,
     ) -> Pop<T> {
-        if let Some(r) = self.epochs.iter_mut().find(|r| r.epoch.id() == consult.epoch) {
+        self.hand_back(consult, now, book);
+        self.pop(worker, now, book)
+    }
+
+    /// Hands back a consult without asking again (a caller that bounds
+    /// its work per pop); the PUs that got blocks are notified.
+    pub fn hand_back(&mut self, consult: EpochConsult, now: f64, book: &ModelBook) {
+        if let Some(r) = self
+            .epochs
+            .iter_mut()
+            .find(|r| r.epoch.id() == consult.epoch)
+        {
             let got = r.epoch.checkin(consult.consult, now);
             self.notify.extend(got);
         }
         self.settle_epochs(book);
-        self.pop(worker, now, book)
     }
 
     /// [`Scheduler::pop`] that runs consults at once (single-threaded
@@ -799,7 +813,10 @@ impl<T: SchedTask> Scheduler<T> {
             self.longest_task_s = seconds;
         }
         let mut progressed = false;
-        if let Some(r) = self.epochs.iter_mut().find(|r| r.epoch.id() == ticket.epoch)
+        if let Some(r) = self
+            .epochs
+            .iter_mut()
+            .find(|r| r.epoch.id() == ticket.epoch)
             && r.epoch.task_done(ticket, seconds, now)
         {
             progressed = true;

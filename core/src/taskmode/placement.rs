@@ -167,10 +167,11 @@ impl ModelBook {
         units: f64,
         compute_s: f64,
     ) -> Option<RefitJob> {
-        self.models
-            .entry((worker, codelet))
-            .or_default()
-            .record((worker, codelet), units, compute_s)
+        self.models.entry((worker, codelet)).or_default().record(
+            (worker, codelet),
+            units,
+            compute_s,
+        )
     }
 
     /// Installs a refit's result (a result older than one already
@@ -395,6 +396,10 @@ mod tests {
         book.install(new);
         let refits = book.refits();
         book.install(old);
-        assert_eq!(book.refits(), refits, "an older fit must not replace a newer one");
+        assert_eq!(
+            book.refits(),
+            refits,
+            "an older fit must not replace a newer one"
+        );
     }
 }

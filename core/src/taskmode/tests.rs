@@ -102,7 +102,10 @@ fn tasks_without_a_codelet_go_round_robin_to_untrained_workers() {
     let a = s.pop_now(0, 0.0, &book).expect("worker 0's task");
     let b = s.pop_now(1, 0.0, &book).expect("worker 1's task");
     assert_eq!((a.task.id, b.task.id), (0, 1));
-    assert!(a.ticket.is_none() && b.ticket.is_none(), "fallback, no epoch");
+    assert!(
+        a.ticket.is_none() && b.ticket.is_none(),
+        "fallback, no epoch"
+    );
     assert_eq!(s.counters().fallback_tasks, 2);
     assert!(s.pop_now(0, 0.0, &book).is_none());
 }

@@ -43,6 +43,20 @@ unsafe fn instance<'a, P>(ctx: c_uint) -> Option<&'a Instance<P>> {
     unsafe { (sys::starpu_sched_ctx_get_policy_data(ctx) as *const Instance<P>).as_ref() }
 }
 
+/// The catalog entry of the policy StarPU runs in context `ctx` (one
+/// policy struct per entry, so its name says which).
+fn policy_info(ctx: c_uint) -> Option<&'static crate::catalog::PolicyInfo> {
+    // SAFETY: plain query on a context StarPU is initialising; the struct
+    // it returns is one of ours (static for the process life).
+    let policy = unsafe { sys::starpu_sched_ctx_get_sched_policy(ctx).as_ref() }?;
+    if policy.policy_name.is_null() {
+        return None;
+    }
+    // SAFETY: our structs' names are NUL-terminated static strings.
+    let name = unsafe { std::ffi::CStr::from_ptr(policy.policy_name) };
+    crate::catalog::find(name.to_str().ok()?)
+}
+
 pub(crate) unsafe extern "C" fn init_sched<P: SchedPolicy>(ctx: c_uint) {
     ffi_guard("init_sched", (), || {
         crate::init_logging();
@@ -54,14 +68,18 @@ pub(crate) unsafe extern "C" fn init_sched<P: SchedPolicy>(ctx: c_uint) {
             eprintln!("plb: error: invalid PLB_* setting (above); aborting");
             std::process::abort();
         }
+        let Some(info) = policy_info(ctx) else {
+            eprintln!("plb: error: context {ctx} runs a policy this library does not know");
+            std::process::abort();
+        };
         let trace = crate::trace::current();
         let instance = Box::new(Instance {
-            policy: P::new(SchedCtx(ctx)),
+            policy: P::new(SchedCtx(ctx), info),
             stats: ContextStats::new(WorkerId::max_workers()),
             observe: trace.is_some() || summary_requested(),
             trace,
         });
-        log::info!("policy {} initialised for context {ctx}", P::NAME);
+        log::info!("policy {} initialised for context {ctx}", info.name());
         // SAFETY: hands StarPU an owned pointer, reclaimed in deinit_sched.
         unsafe {
             sys::starpu_sched_ctx_set_policy_data(ctx, Box::into_raw(instance) as *mut c_void)
@@ -86,15 +104,16 @@ pub(crate) unsafe extern "C" fn deinit_sched<P: SchedPolicy>(ctx: c_uint) {
         if !left.is_empty() {
             eprintln!(
                 "plb: error: policy {} deinitialised context {ctx} with {} task(s) still queued; they will not run",
-                P::NAME,
+                instance.policy.name(),
                 left.len()
             );
         }
         if summary_requested() {
             let figures = instance.policy.model_figures();
-            for line in instance
-                .stats
-                .summary_lines(P::NAME, ctx, left.len(), figures)
+            for line in
+                instance
+                    .stats
+                    .summary_lines(instance.policy.name(), ctx, left.len(), figures)
             {
                 eprintln!("{line}");
             }
@@ -192,7 +211,7 @@ pub(crate) unsafe extern "C" fn post_exec_hook<P: SchedPolicy>(
                 let predicted_s = inst.policy.predicted_s(task, worker);
                 t.write(&Row {
                     kind: "task",
-                    source: P::NAME,
+                    source: inst.policy.name(),
                     worker: i64::from(worker.0),
                     start_s: t.since_open(s),
                     end_s: t.since_open(end),

@@ -12,7 +12,7 @@ use std::ffi::{CStr, CString, c_char, c_int, c_uint};
 
 use super::guard::ffi_guard;
 use crate::config::WorkerKind;
-use crate::divisible::{BalancerSpec, DivisibleError, DivisibleRun, Next};
+use crate::divisible::{BalancerSpec, DivisibleError, DivisibleRun, Next, spec_from_env};
 use starpu_sys as sys;
 
 /// A block was returned (`plb_dl_next`, `plb_dl_try_next`).
@@ -147,12 +147,12 @@ fn guarded(what: &str, f: impl FnOnce() -> c_int) -> c_int {
 /// `balancer` is NULL or a NUL-terminated string.
 unsafe fn spec_of(balancer: *const c_char) -> Result<BalancerSpec, DivisibleError> {
     if balancer.is_null() {
-        return Ok(BalancerSpec::from_env());
+        return Ok(spec_from_env());
     }
     // SAFETY: guaranteed by the caller.
     let name = unsafe { CStr::from_ptr(balancer) };
     match name.to_str() {
-        Ok(n) => BalancerSpec::parse(n),
+        Ok(n) => BalancerSpec::parse(n).map_err(DivisibleError::from),
         Err(_) => Err(DivisibleError::UnknownBalancer(
             name.to_string_lossy().into_owned(),
         )),

@@ -18,7 +18,7 @@ use starpu_sys as sys;
 
 use super::guard::ffi_guard;
 use super::registry::{null_terminated, policy_by_name};
-use crate::catalog::POLICIES;
+use crate::catalog::policies;
 
 type InitializeFn =
     unsafe extern "C" fn(*mut sys::starpu_conf, *mut c_int, *mut *mut *mut c_char) -> c_int;
@@ -47,7 +47,7 @@ fn selected_policy() -> Option<(String, *mut sys::starpu_sched_policy)> {
     let name = std::env::var("STARPU_SCHED").ok()?;
     if name == "help" {
         eprintln!("\nPolicies of the plb library (libstarpu_plb):");
-        for p in POLICIES {
+        for p in policies() {
             eprintln!("{:<30}\t-> {}", p.name(), p.description());
         }
     }

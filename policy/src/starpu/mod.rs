@@ -32,13 +32,14 @@ pub use task::{Task, TaskRef};
 /// dropped by mistake is rescued onto a capable worker's local queue rather
 /// than lost.
 pub trait SchedPolicy: Send + Sync + 'static {
-    /// The `STARPU_SCHED` name; must be listed in [`crate::catalog`].
-    const NAME: &'static str;
-
-    /// Creates the policy state of a new scheduling context.
-    fn new(ctx: SchedCtx) -> Self
+    /// Creates the policy state of a new scheduling context, for the
+    /// catalog entry `info` StarPU selected.
+    fn new(ctx: SchedCtx, info: &'static crate::catalog::PolicyInfo) -> Self
     where
         Self: Sized;
+
+    /// The `STARPU_SCHED` name (listed in [`crate::catalog`]).
+    fn name(&self) -> &'static str;
 
     /// Workers joined the context.
     fn add_workers(&self, _ctx: SchedCtx, _workers: &[WorkerId]) {}

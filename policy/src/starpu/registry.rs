@@ -6,9 +6,9 @@ use starpu_sys as sys;
 
 use super::SchedPolicy;
 use super::callbacks::*;
-use crate::catalog::{POLICIES, PolicyInfo};
+use crate::catalog::{PolicyInfo, policies};
 use crate::greedy::Greedy;
-use crate::model_policy::{Acosta, Hdss, PlbHac, PlbHec};
+use crate::task_mode::TaskModePolicy;
 
 /// Builds StarPU's description of policy `P`.
 fn policy_struct<P: SchedPolicy>(info: &'static PolicyInfo) -> sys::starpu_sched_policy {
@@ -28,17 +28,15 @@ fn policy_struct<P: SchedPolicy>(info: &'static PolicyInfo) -> sys::starpu_sched
     }
 }
 
-/// The C struct for a catalog entry (None for a name without an
-/// implementation, which the catalog tests forbid).
+/// The C struct for a catalog entry: the central FIFO for `greedy`, the
+/// task-mode scheduler (epochs balanced by the entry's balancer) for every
+/// other registry balancer.
 fn build(info: &'static PolicyInfo) -> Option<sys::starpu_sched_policy> {
-    match info.name() {
-        Greedy::NAME => Some(policy_struct::<Greedy>(info)),
-        PlbHac::NAME => Some(policy_struct::<PlbHac>(info)),
-        PlbHec::NAME => Some(policy_struct::<PlbHec>(info)),
-        Hdss::NAME => Some(policy_struct::<Hdss>(info)),
-        Acosta::NAME => Some(policy_struct::<Acosta>(info)),
-        _ => None,
-    }
+    Some(if info.is_central_fifo() {
+        policy_struct::<Greedy>(info)
+    } else {
+        policy_struct::<TaskModePolicy>(info)
+    })
 }
 
 /// Leaked, immutable policy structs plus a NULL-terminated pointer list.
@@ -56,7 +54,7 @@ unsafe impl Sync for Registry {}
 fn registry() -> &'static Registry {
     static REGISTRY: OnceLock<Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| {
-        let by_name: Vec<_> = POLICIES
+        let by_name: Vec<_> = policies()
             .iter()
             .filter_map(|info| Some((info.name(), Box::into_raw(Box::new(build(info)?)))))
             .collect();
@@ -93,8 +91,8 @@ mod tests {
 
     #[test]
     fn every_catalog_entry_has_a_policy_struct_with_its_name() {
-        assert_eq!(registered_policies().len(), POLICIES.len());
-        for info in POLICIES {
+        assert_eq!(registered_policies().len(), policies().len());
+        for info in policies() {
             let p = policy_by_name(info.name()).expect("registered");
             // SAFETY: the registry's structs are valid for the process life.
             let name = unsafe { std::ffi::CStr::from_ptr((*p).policy_name) };
