@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::fifo::CentralFifo;
+use crate::hold_time::HoldTimer;
 use crate::idle::IdleFlags;
 use crate::starpu::{SchedCtx, SchedPolicy, Task, WorkerId, relaxed_lock};
 
@@ -16,6 +17,8 @@ pub struct Greedy {
     /// Per worker: its last pop found nothing it could run, and no push
     /// since has offered it a task. Lets polling workers skip the lock.
     idle: IdleFlags,
+    /// Time `state` is held.
+    held: HoldTimer,
 }
 
 struct State {
@@ -32,6 +35,7 @@ impl SchedPolicy for Greedy {
             }),
             queued: AtomicUsize::new(0),
             idle: IdleFlags::new(WorkerId::max_workers()),
+            held: HoldTimer::from_env(),
         }
     }
 
@@ -52,6 +56,7 @@ impl SchedPolicy for Greedy {
 
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
         let mut st = relaxed_lock(&self.state);
+        let t0 = self.held.start();
         task.announce_pushed();
         // Wake the first idle worker that can run the task; the others keep
         // skipping the lock.
@@ -65,6 +70,7 @@ impl SchedPolicy for Greedy {
         }
         st.fifo.push(task);
         self.queued.store(st.fifo.len(), Ordering::Release);
+        self.held.stop(t0);
         drop(st);
         wake.into_iter().collect()
     }
@@ -77,15 +83,24 @@ impl SchedPolicy for Greedy {
             return None;
         }
         let mut st = relaxed_lock(&self.state);
+        let t0 = self.held.start();
         let taken = st.fifo.take_first(|t| t.first_impl_on(worker));
         self.queued.store(st.fifo.len(), Ordering::Release);
         if taken.is_none() {
             self.idle.set(worker.index());
         }
+        self.held.stop(t0);
         drop(st);
         let (mut task, nimpl) = taken?;
         task.set_implementation(nimpl);
         Some(task)
+    }
+
+    fn model_figures(&self) -> crate::stats::ModelFigures {
+        crate::stats::ModelFigures {
+            lock_held_s: self.held.held_s(),
+            ..Default::default()
+        }
     }
 
     fn drain(&self) -> Vec<Task> {

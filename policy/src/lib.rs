@@ -22,6 +22,7 @@ pub mod divisible;
 pub mod emulation;
 pub mod fifo;
 pub mod greedy;
+pub mod hold_time;
 pub mod idle;
 pub mod starpu;
 pub mod stats;

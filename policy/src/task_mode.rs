@@ -33,6 +33,7 @@ use plb_core::taskmode::{Pop, SchedTask, Scheduler, Taken, TaskModeCounters};
 
 use crate::catalog::PolicyInfo;
 use crate::config::Tuning;
+use crate::hold_time::HoldTimer;
 use crate::idle::IdleFlags;
 use crate::starpu::{SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, now_us, relaxed_lock};
 use crate::stats::ModelFigures;
@@ -101,6 +102,8 @@ pub struct TaskModePolicy {
     published: Mutex<TaskModeCounters>,
     /// Nanoseconds spent fitting (refit jobs) and in balancer consults.
     model_ns: AtomicU64,
+    /// Time `state` is held.
+    held: HoldTimer,
 }
 
 fn now_s() -> f64 {
@@ -137,6 +140,7 @@ impl TaskModePolicy {
     fn take(&self, worker: WorkerId) -> Option<Taken<Task>> {
         let w = worker.index();
         let mut st = relaxed_lock(&self.state);
+        let mut t0 = self.held.start();
         let mut book = relaxed_lock(&self.models);
         let mut popped = st.pop(w, now_s(), &book);
         let mut consults = 0;
@@ -155,13 +159,15 @@ impl TaskModePolicy {
                 Pop::Consult(mut c) => {
                     consults += 1;
                     drop(book);
+                    self.held.stop(t0);
                     drop(st);
-                    let t0 = now_us();
+                    let began = now_us();
                     c.run();
-                    let spent = (now_us() - t0).max(0.0);
+                    let spent = (now_us() - began).max(0.0);
                     self.model_ns
                         .fetch_add((spent * 1e3) as u64, Ordering::Relaxed);
                     st = relaxed_lock(&self.state);
+                    t0 = self.held.start();
                     book = relaxed_lock(&self.models);
                     if consults >= CONSULTS_PER_POP {
                         // Bounded work per pop: hand the consult back and
@@ -179,6 +185,7 @@ impl TaskModePolicy {
         if taken.is_some() {
             self.publish(&st);
         }
+        self.held.stop(t0);
         drop(st);
         taken
     }
@@ -209,6 +216,7 @@ impl SchedPolicy for TaskModePolicy {
             idle: IdleFlags::new(n),
             published: Mutex::new(TaskModeCounters::default()),
             model_ns: AtomicU64::new(0),
+            held: HoldTimer::from_env(),
         }
     }
 
@@ -244,6 +252,7 @@ impl SchedPolicy for TaskModePolicy {
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
         let now = now_s();
         let mut st = relaxed_lock(&self.state);
+        let t0 = self.held.start();
         let book = relaxed_lock(&self.models);
         task.announce_pushed();
         let is_idle = |w: usize| self.idle.is_idle(w);
@@ -254,6 +263,7 @@ impl SchedPolicy for TaskModePolicy {
             self.idle.clear(w);
         }
         self.queued.store(st.held(), Ordering::Release);
+        self.held.stop(t0);
         drop(st);
         wake.into_iter().map(|w| WorkerId(w as u32)).collect()
     }
@@ -322,11 +332,13 @@ impl SchedPolicy for TaskModePolicy {
         }
         let Some(ticket) = e.ticket else { return };
         let mut st = relaxed_lock(&self.state);
+        let t0 = self.held.start();
         let book = relaxed_lock(&self.models);
         st.task_done(ticket, seconds.unwrap_or(0.0), end / 1e6, &book);
         drop(book);
         self.notify(&mut st);
         self.queued.store(st.held(), Ordering::Release);
+        self.held.stop(t0);
     }
 
     fn predicted_s(&self, task: TaskRef<'_>, _worker: WorkerId) -> Option<f64> {
@@ -340,6 +352,7 @@ impl SchedPolicy for TaskModePolicy {
         ModelFigures {
             refits: relaxed_lock(&self.models).refits(),
             solve_s: self.model_ns.load(Ordering::Relaxed) as f64 / 1e9,
+            lock_held_s: self.held.held_s(),
         }
     }
 
