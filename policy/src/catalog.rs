@@ -32,7 +32,7 @@ impl PolicyInfo {
         self.entry.summary
     }
 
-    /// Whether task mode runs the central FIFO ([`crate::greedy`]) rather
+    /// Whether task mode runs the central FIFO ([`crate::central_queue`]) rather
     /// than the task-mode scheduler with this balancer's epochs.
     pub fn is_central_fifo(&self) -> bool {
         self.entry.name == "greedy"

@@ -7,7 +7,7 @@
 //! * [`catalog`]: the registered policy names (`plb-core`'s registry; no
 //!   StarPU needed).
 //! * [`starpu`]: the adapter, the only module that touches StarPU.
-//! * [`greedy`]: the greedy baseline policy (central FIFO).
+//! * [`central_queue`]: the `greedy` policy (central FIFO).
 //! * [`task_mode`]: every other registry name in task mode (the scheduler
 //!   itself is `plb_core::taskmode`).
 //! * [`divisible`]: the divisible-load API (blocks of `W` units for the
@@ -16,12 +16,12 @@
 //! * [`fifo`], [`stats`]: plain data structures the policies use.
 
 pub mod catalog;
+pub mod central_queue;
 pub mod config;
 pub mod diagnostics;
 pub mod divisible;
 pub mod emulation;
 pub mod fifo;
-pub mod greedy;
 pub mod hold_time;
 pub mod idle;
 pub mod starpu;

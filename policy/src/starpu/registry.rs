@@ -7,7 +7,7 @@ use starpu_sys as sys;
 use super::SchedPolicy;
 use super::callbacks::*;
 use crate::catalog::{PolicyInfo, policies};
-use crate::greedy::Greedy;
+use crate::central_queue::CentralQueuePolicy;
 use crate::task_mode::TaskModePolicy;
 
 /// Builds StarPU's description of policy `P`.
@@ -33,7 +33,7 @@ fn policy_struct<P: SchedPolicy>(info: &'static PolicyInfo) -> sys::starpu_sched
 /// other registry balancer.
 fn build(info: &'static PolicyInfo) -> Option<sys::starpu_sched_policy> {
     Some(if info.is_central_fifo() {
-        policy_struct::<Greedy>(info)
+        policy_struct::<CentralQueuePolicy>(info)
     } else {
         policy_struct::<TaskModePolicy>(info)
     })

@@ -1,5 +1,8 @@
-//! `greedy`: the papers' greedy baseline (and StarPU's `eager`): one central
-//! FIFO; each ready task goes to the first idle worker able to run it.
+//! The `greedy` policy in task mode: the papers' greedy baseline (and
+//! StarPU's `eager`), one central FIFO; each ready task goes to the first
+//! idle worker able to run it. (Not to be confused with the `greedy`
+//! *balancer*, `plb_core::balance::Greedy`, which the divisible-load API
+//! and the simulator run: equal blocks to whichever PU is idle.)
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,8 +12,8 @@ use crate::hold_time::HoldTimer;
 use crate::idle::IdleFlags;
 use crate::starpu::{SchedCtx, SchedPolicy, Task, WorkerId, relaxed_lock};
 
-/// State of one scheduling context under `greedy`.
-pub struct Greedy {
+/// State of one scheduling context under the `greedy` policy.
+pub struct CentralQueuePolicy {
     state: Mutex<State>,
     /// Tasks in the FIFO, readable without the lock (pop fast path).
     queued: AtomicUsize,
@@ -26,9 +29,9 @@ struct State {
     workers: Vec<WorkerId>,
 }
 
-impl SchedPolicy for Greedy {
+impl SchedPolicy for CentralQueuePolicy {
     fn new(_ctx: SchedCtx, _info: &'static crate::catalog::PolicyInfo) -> Self {
-        Greedy {
+        CentralQueuePolicy {
             state: Mutex::new(State {
                 fifo: CentralFifo::default(),
                 workers: Vec::new(),
