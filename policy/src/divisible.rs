@@ -42,7 +42,7 @@
 //! SimGrid); `finished_at` is the moment `block_done` is called.
 //! `plb-core` never reads a clock.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
@@ -222,29 +222,16 @@ pub enum Next {
     Finished,
 }
 
-/// A completion reported by `block_done`, not yet fed to the driver.
-#[derive(Clone, Copy)]
-struct Report {
-    id: u64,
-    compute_s: f64,
-    transfer_s: f64,
-    finished_at: f64,
-}
-
-/// What `block_done` (any thread, StarPU callbacks included) touches.
-struct Inbox {
-    /// Ids handed to the application and not reported done.
-    in_flight: HashSet<u64>,
-    /// Blocks handed to the application (ids `0..handed`).
-    handed: u64,
-    reports: Vec<Report>,
-}
-
-/// What the application thread touches (`next_block`, `stats`).
+/// The run's state. `block_done` (any thread, StarPU callbacks included)
+/// holds it only to record a report; the balancer runs without it.
 struct State {
     driver: Driver,
     /// Blocks the driver issued, not yet handed to the application.
     ready: VecDeque<Issued>,
+    /// Blocks handed to the application (ids `0..handed`).
+    handed: u64,
+    /// Blocks handed to the application and not reported done.
+    in_flight: usize,
     /// Seconds spent inside the balancer (fitting and solving included).
     balancer_s: f64,
     /// Step solutions already written to the trace.
@@ -268,8 +255,7 @@ pub struct DivisibleRun {
     clock: fn() -> f64,
     start_us: f64,
     state: Mutex<State>,
-    inbox: Mutex<Inbox>,
-    /// Signalled (under `inbox`) by every report.
+    /// Signalled (under `state`) by every report.
     changed: Condvar,
     trace: Option<&'static Trace>,
 }
@@ -345,14 +331,11 @@ impl DivisibleRun {
             state: Mutex::new(State {
                 driver: Driver::new(balancer, workers.len()),
                 ready: VecDeque::new(),
+                handed: 0,
+                in_flight: 0,
                 balancer_s: 0.0,
                 traced_solutions: 0,
                 fault: None,
-            }),
-            inbox: Mutex::new(Inbox {
-                in_flight: HashSet::new(),
-                handed: 0,
-                reports: Vec::new(),
             }),
             changed: Condvar::new(),
             trace,
@@ -369,7 +352,8 @@ impl DivisibleRun {
     pub fn continue_with(&self, total: u64) -> Result<DivisibleRun, DivisibleError> {
         let carried = {
             let mut st = self.lock()?;
-            self.drain_reports(&mut st)?;
+            // Feeds the last reports to the balancer (outside the lock).
+            st = self.consult(st, self.now())?;
             st.driver.balancer().and_then(|b| b.continue_with(total))
         };
         let balancer = match carried {
@@ -422,10 +406,6 @@ impl DivisibleRun {
         self.state.lock().map_err(|_| DivisibleError::Poisoned)
     }
 
-    fn lock_inbox(&self) -> Result<MutexGuard<'_, Inbox>, DivisibleError> {
-        self.inbox.lock().map_err(|_| DivisibleError::Poisoned)
-    }
-
     /// The next block to submit, blocking while every idle PU waits and
     /// blocks are in flight. `Ok(None)`: the run is finished (every unit
     /// handed out and reported done; every later call returns `Ok(None)`
@@ -433,18 +413,19 @@ impl DivisibleRun {
     pub fn next_block(&self) -> Result<Option<DlBlock>, DivisibleError> {
         let mut st = self.lock()?;
         loop {
-            match self.poll(&mut st)? {
+            let (next, guard) = self.poll(st)?;
+            st = guard;
+            match next {
                 Next::Block(b) => return Ok(Some(b)),
                 Next::Finished => return Ok(None),
                 Next::Pending => {}
             }
-            // Only `block_done` (which never takes `state`) can change
-            // anything now: wait for a report.
-            let mut inbox = self.lock_inbox()?;
-            while inbox.reports.is_empty() {
-                inbox = self
+            // Only a report can change anything now: wait for one (the
+            // consult ran, so the driver holds no report unless one came).
+            while st.driver.checkout_pending() == 0 && st.ready.is_empty() && st.fault.is_none() {
+                st = self
                     .changed
-                    .wait(inbox)
+                    .wait(st)
                     .map_err(|_| DivisibleError::Poisoned)?;
             }
         }
@@ -454,69 +435,83 @@ impl DivisibleRun {
     /// when no block can be handed out until a block in flight completes
     /// (for event loops that also wait on other things).
     pub fn try_next_block(&self) -> Result<Next, DivisibleError> {
-        let mut st = self.lock()?;
-        self.poll(&mut st)
+        let st = self.lock()?;
+        self.poll(st).map(|(n, _)| n)
     }
 
-    /// Feeds the recorded reports to the driver (trace rows written here).
-    fn drain_reports(&self, st: &mut State) -> Result<(), DivisibleError> {
-        let reports = std::mem::take(&mut self.lock_inbox()?.reports);
-        for r in reports {
-            let predicted = st.driver.predicted_s(r.id);
-            let block = st
-                .driver
-                .report(r.id, r.compute_s, r.transfer_s, r.finished_at)
-                .map_err(|e| DivisibleError::BalancerFault(e.to_string()))?;
-            self.trace_block(r, block, predicted);
+    /// Runs the balancer on what the driver has for it (reports to feed,
+    /// PUs asking), without holding the lock, until it has nothing more to
+    /// say; the blocks it hands out join the ready queue.
+    fn consult<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        now: f64,
+    ) -> Result<MutexGuard<'a, State>, DivisibleError> {
+        while let Some(mut c) = st.driver.checkout(now) {
+            drop(st);
+            let t0 = (self.clock)();
+            c.run();
+            let spent = ((self.clock)() - t0).max(0.0) / 1e6;
+            st = self.lock()?;
+            st.balancer_s += spent;
+            match st.driver.checkin(c) {
+                Ok(issued) => {
+                    st.ready.extend(issued);
+                    // Another application thread may wait for these.
+                    self.changed.notify_all();
+                }
+                Err(e) => {
+                    let e = DivisibleError::BalancerFault(match e {
+                        DriverError::Fault(m) => m,
+                        other => other.to_string(),
+                    });
+                    return Err(self.fail(&mut st, e));
+                }
+            }
+            self.trace_solutions(&mut st);
         }
-        Ok(())
+        Ok(st)
     }
 
-    fn poll(&self, st: &mut State) -> Result<Next, DivisibleError> {
+    fn poll<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+    ) -> Result<(Next, MutexGuard<'a, State>), DivisibleError> {
         if let Some(e) = &st.fault {
             return Err(e.clone());
         }
-        self.drain_reports(st)?;
         if st.ready.is_empty() {
-            let now = self.now();
-            let t0 = (self.clock)();
-            let stepped = st.driver.step(now);
-            st.balancer_s += ((self.clock)() - t0).max(0.0) / 1e6;
-            match stepped {
-                Ok(issued) => st.ready.extend(issued),
-                Err(DriverError::Fault(m)) => {
-                    return Err(self.fail(st, DivisibleError::BalancerFault(m)));
-                }
-                Err(e) => return Err(self.fail(st, DivisibleError::BalancerFault(e.to_string()))),
-            }
-            self.trace_solutions(st);
+            st = self.consult(st, self.now())?;
         }
         if let Some(i) = st.ready.pop_front() {
-            let mut inbox = self.lock_inbox()?;
-            inbox.in_flight.insert(i.id);
-            inbox.handed = inbox.handed.max(i.id + 1);
-            return Ok(Next::Block(DlBlock {
+            st.handed = st.handed.max(i.id + 1);
+            st.in_flight += 1;
+            let b = DlBlock {
                 id: i.id,
                 worker: self.workers[i.block.pu],
                 pu: i.block.pu,
                 offset: i.block.offset,
                 len: i.block.len,
-            }));
+            };
+            return Ok((Next::Block(b), st));
         }
-        match st.driver.status() {
-            Status::Finished => Ok(Next::Finished),
-            Status::Running => Ok(Next::Pending),
+        let next = match st.driver.status() {
+            Status::Finished => Next::Finished,
+            Status::Running => Next::Pending,
             Status::Stalled { remaining } => {
-                Err(self.fail(st, DivisibleError::Stalled { remaining }))
+                return Err(self.fail(&mut st, DivisibleError::Stalled { remaining }));
             }
-            Status::Abandoned { remaining } => Err(self.fail(
-                st,
-                DivisibleError::BalancerFault(format!(
+            Status::Abandoned { remaining } => {
+                let e = DivisibleError::BalancerFault(format!(
                     "every PU is done with {remaining} units never handed out"
-                )),
-            )),
-            Status::Faulted(m) => Err(self.fail(st, DivisibleError::BalancerFault(m))),
-        }
+                ));
+                return Err(self.fail(&mut st, e));
+            }
+            Status::Faulted(m) => {
+                return Err(self.fail(&mut st, DivisibleError::BalancerFault(m)));
+            }
+        };
+        Ok((next, st))
     }
 
     /// Ends the run with `e` (every later call returns it).
@@ -528,8 +523,8 @@ impl DivisibleRun {
     /// Block `id` finished; `compute_s` is the time its worker spent in the
     /// codelet, `transfer_s` the time spent moving its data (0 if unknown).
     /// Callable from any thread, including a StarPU task callback: it only
-    /// checks and records the report. Errors (unknown id, second call, bad
-    /// times) change nothing.
+    /// checks and records the report (the driver's `report`). Errors
+    /// (unknown id, second call, bad times) change nothing.
     pub fn block_done(
         &self,
         id: u64,
@@ -537,46 +532,48 @@ impl DivisibleRun {
         transfer_s: f64,
     ) -> Result<(), DivisibleError> {
         let finished_at = self.now();
-        let mut inbox = self.lock_inbox()?;
-        if !inbox.in_flight.contains(&id) {
-            return Err(if id < inbox.handed {
-                DivisibleError::AlreadyDone(id)
-            } else {
-                DivisibleError::UnknownBlock(id)
-            });
+        let mut st = self.lock()?;
+        if id >= st.handed {
+            // Issued by the driver but not handed out yet: unknown to the
+            // application.
+            return Err(DivisibleError::UnknownBlock(id));
         }
-        let valid = |t: f64| t.is_finite() && t >= 0.0;
-        if !valid(compute_s) || !valid(transfer_s) {
-            return Err(DivisibleError::BadTime {
-                id,
-                compute_s,
-                transfer_s,
-            });
-        }
-        inbox.in_flight.remove(&id);
-        inbox.reports.push(Report {
-            id,
-            compute_s,
-            transfer_s,
-            finished_at,
-        });
+        let predicted = st.driver.predicted_s(id);
+        let block = st
+            .driver
+            .report(id, compute_s, transfer_s, finished_at)
+            .map_err(|e| match e {
+                DriverError::UnknownBlock(id) => DivisibleError::UnknownBlock(id),
+                DriverError::AlreadyDone(id) => DivisibleError::AlreadyDone(id),
+                DriverError::BadTime {
+                    id,
+                    compute_s,
+                    transfer_s,
+                } => DivisibleError::BadTime {
+                    id,
+                    compute_s,
+                    transfer_s,
+                },
+                other => DivisibleError::BalancerFault(other.to_string()),
+            })?;
+        st.in_flight -= 1;
+        self.trace_block(id, compute_s + transfer_s, finished_at, block, predicted);
         // Notified under the lock: once it is released this call touches
         // the run no more, so a C application may destroy the run as soon as
         // `plb_dl_next` has seen the last completion.
         self.changed.notify_all();
-        drop(inbox);
+        drop(st);
         Ok(())
     }
 
     /// Blocks handed out and not yet reported done.
     pub fn in_flight(&self) -> usize {
-        self.lock_inbox().map(|i| i.in_flight.len()).unwrap_or(0)
+        self.lock().map(|st| st.in_flight).unwrap_or(0)
     }
 
     /// Progress and balancer counters.
     pub fn stats(&self) -> Result<DivisibleStats, DivisibleError> {
-        let mut st = self.lock()?;
-        self.drain_reports(&mut st)?;
+        let st = self.lock()?;
         let d = st.driver.stats();
         let ready_units: u64 = st.ready.iter().map(|i| i.block.len).sum();
         Ok(DivisibleStats {
@@ -595,19 +592,26 @@ impl DivisibleRun {
     }
 
     /// Writes a finished block to the trace.
-    fn trace_block(&self, r: Report, block: Block, predicted: Option<f64>) {
+    fn trace_block(
+        &self,
+        id: u64,
+        took_s: f64,
+        finished_at: f64,
+        block: Block,
+        predicted: Option<f64>,
+    ) {
         let Some(t) = self.trace else { return };
         // The trace's clock: its "now" minus how long ago the block ended.
-        let end = t.now() - (self.now() - r.finished_at).max(0.0);
+        let end = t.now() - (self.now() - finished_at).max(0.0);
         t.write(&Row {
             kind: "block",
             source: self.name,
             worker: i64::from(self.workers[block.pu]),
-            start_s: end - r.compute_s - r.transfer_s,
+            start_s: end - took_s,
             end_s: end,
             units: block.len as f64,
             predicted_s: predicted,
-            detail: &r.id.to_string(),
+            detail: &id.to_string(),
         });
     }
 

@@ -316,25 +316,12 @@ fn parse_settings(entry: &str, settings: &str) -> Result<WorkerEmulation, Emulat
     Ok(WorkerEmulation { phases })
 }
 
-/// `20ms`, `1.5s`, `100us`, `0ns`: a non-negative number and a unit.
+/// `20ms`, `1.5s`, `100us`, `0ns`: a non-negative number and a unit (the
+/// `PLB_*` variables' duration syntax, `plb_core`'s `parse_duration_s`).
 pub fn parse_duration(text: &str) -> Result<Duration, EmulateError> {
-    let bad = || EmulateError::BadDuration(text.into());
-    let split = text
-        .find(|c: char| c.is_ascii_alphabetic())
-        .ok_or_else(bad)?;
-    let (num, unit) = text.split_at(split);
-    let scale = match unit {
-        "ns" => 1e-9,
-        "us" => 1e-6,
-        "ms" => 1e-3,
-        "s" => 1.0,
-        _ => return Err(bad()),
-    };
-    let v: f64 = num.trim().parse().map_err(|_| bad())?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(bad());
-    }
-    Duration::try_from_secs_f64(v * scale).map_err(|_| bad())
+    plb_core::balance::tuning::parse_duration_s(text)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| EmulateError::BadDuration(text.into()))
 }
 
 fn fmt_num(x: f64) -> String {

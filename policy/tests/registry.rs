@@ -184,7 +184,10 @@ fn every_registered_balancer_runs_under_every_driver() {
         simulated(name);
         // A STARPU_SCHED policy of ours, with StarPU's struct.
         assert!(catalog::find(name).is_some(), "{name} is not a policy");
-        assert!(policy_by_name(name).is_some(), "{name} has no policy struct");
+        assert!(
+            policy_by_name(name).is_some(),
+            "{name} has no policy struct"
+        );
         // Task mode, then the divisible-load API, on real StarPU.
         task_mode(name);
         eprintln!("{name}: simulator, task mode and divisible API ok");

@@ -394,6 +394,11 @@ impl<B: Balancer> Driver<B> {
         Ok(block)
     }
 
+    /// Reports recorded and not yet fed to the balancer.
+    pub fn checkout_pending(&self) -> usize {
+        self.reports.len()
+    }
+
     /// The predicted seconds of block `id` in flight.
     pub fn predicted_s(&self, id: u64) -> Option<f64> {
         self.in_flight.get(&id).and_then(|f| f.predicted_s)

@@ -177,62 +177,40 @@ pub trait Balancer {
     }
 }
 
-/// A boxed balancer is a balancer (drivers own `Box<dyn Balancer + Send>`).
-impl<T: Balancer + ?Sized> Balancer for Box<T> {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
-    fn next(&mut self, pu: PuId, now: f64) -> Decision {
-        (**self).next(pu, now)
-    }
-    fn completed(&mut self, done: Completion) {
-        (**self).completed(done)
-    }
-    fn remaining(&self) -> u64 {
-        (**self).remaining()
-    }
-    fn predicted_s(&self, pu: PuId) -> Option<f64> {
-        (**self).predicted_s(pu)
-    }
-    fn stats(&self) -> BalancerStats {
-        (**self).stats()
-    }
-    fn solutions(&self) -> Vec<&StepSolution> {
-        (**self).solutions()
-    }
-    fn continue_with(&self, total: u64) -> Option<Result<Box<dyn Balancer + Send>, String>> {
-        (**self).continue_with(total)
-    }
+/// A boxed balancer (drivers own `Box<dyn Balancer + Send>`) and a
+/// borrowed one (the simulator drives `&mut dyn Balancer`) are balancers.
+macro_rules! forward_balancer {
+    ($($ty:ty),*) => {$(
+        impl<T: Balancer + ?Sized> Balancer for $ty {
+            fn name(&self) -> &'static str {
+                (**self).name()
+            }
+            fn next(&mut self, pu: PuId, now: f64) -> Decision {
+                (**self).next(pu, now)
+            }
+            fn completed(&mut self, done: Completion) {
+                (**self).completed(done)
+            }
+            fn remaining(&self) -> u64 {
+                (**self).remaining()
+            }
+            fn predicted_s(&self, pu: PuId) -> Option<f64> {
+                (**self).predicted_s(pu)
+            }
+            fn stats(&self) -> BalancerStats {
+                (**self).stats()
+            }
+            fn solutions(&self) -> Vec<&StepSolution> {
+                (**self).solutions()
+            }
+            fn continue_with(&self, total: u64) -> Option<Result<Box<dyn Balancer + Send>, String>> {
+                (**self).continue_with(total)
+            }
+        }
+    )*};
 }
 
-/// A borrowed balancer is a balancer (the simulator drives `&mut dyn
-/// Balancer`).
-impl<T: Balancer + ?Sized> Balancer for &mut T {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
-    fn next(&mut self, pu: PuId, now: f64) -> Decision {
-        (**self).next(pu, now)
-    }
-    fn completed(&mut self, done: Completion) {
-        (**self).completed(done)
-    }
-    fn remaining(&self) -> u64 {
-        (**self).remaining()
-    }
-    fn predicted_s(&self, pu: PuId) -> Option<f64> {
-        (**self).predicted_s(pu)
-    }
-    fn stats(&self) -> BalancerStats {
-        (**self).stats()
-    }
-    fn solutions(&self) -> Vec<&StepSolution> {
-        (**self).solutions()
-    }
-    fn continue_with(&self, total: u64) -> Option<Result<Box<dyn Balancer + Send>, String>> {
-        (**self).continue_with(total)
-    }
-}
+forward_balancer!(Box<T>, &mut T);
 
 /// Named counters of a balancer ([`Balancer::stats`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

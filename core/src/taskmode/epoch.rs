@@ -54,7 +54,7 @@ use std::collections::VecDeque;
 
 use crate::balance::driver::{Consult, Driver, PuState, Status};
 use crate::balance::registry::{BalancerSpec, BuildContext};
-use crate::balance::{Balancer, Tuning, WorkerKind};
+use crate::balance::{Balancer, Greedy, Tuning, WorkerKind};
 
 /// Smallest batch of tasks that forms an epoch, whatever the number of
 /// workers (see [`epoch_min`]).
@@ -192,11 +192,9 @@ impl<T> Epoch<T> {
         tasks: Vec<T>,
         now: f64,
     ) -> Result<Epoch<T>, (Vec<T>, String)> {
-        if pus.is_empty() {
-            return Err((tasks, "an epoch needs at least one worker".into()));
-        }
-        if tasks.is_empty() {
-            return Err((tasks, "an epoch needs at least one task".into()));
+        if pus.is_empty() || tasks.is_empty() {
+            // Refused with its reason by `with_balancer`.
+            return Epoch::with_balancer(id, Box::new(Greedy::new(0, 1)), pus, tasks, now);
         }
         let kinds: Vec<WorkerKind> = pus.iter().map(|p| p.kind).collect();
         let built = spec.build(&BuildContext {
