@@ -3,7 +3,7 @@
 # Usage: bash scripts/exp-sim-2-blocks.sh [--quick] [--reps N]
 #   full:    results/sim/exp2-blocks*.csv and docs/img/sim-blocks*.png (see docs/results.md)
 #   --quick: reduced sizes, 1 repetition (CI), written under target/exp-sim-quick/ instead
-# Needs cargo and gnuplot (scripts/setup.sh). Every number in the CSV is simulated
+# Runs target/release/plb simulate exp2 (built with cargo); needs gnuplot (scripts/setup.sh). Every number in the CSV is simulated
 # virtual time on true curves from published peaks (docs/simulator.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."

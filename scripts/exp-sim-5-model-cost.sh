@@ -3,7 +3,7 @@
 # Usage: bash scripts/exp-sim-5-model-cost.sh [--quick] [--reps N]
 #   full:    results/sim/exp5-model-cost*.csv and docs/img/sim-model-cost*.png (see docs/results.md)
 #   --quick: reduced sizes, 1 repetition (CI), written under target/exp-sim-quick/ instead
-# Needs cargo and gnuplot (scripts/setup.sh). Every number in the CSV is simulated
+# Runs target/release/plb simulate exp5 (built with cargo); needs gnuplot (scripts/setup.sh). Every number in the CSV is simulated
 # virtual time on true curves from published peaks (docs/simulator.md), except the
 # policy costs, which are wall-clock times measured on the machine running this script.
 set -euo pipefail

@@ -226,3 +226,151 @@ fn experiment_quick_prints_labelled_tables_and_writes_csv() {
     assert!(out_dir.join("experiment-simulated.csv").is_file());
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+#[test]
+fn help_lists_every_subcommand() {
+    let out = plb().arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for sub in [
+        "policies",
+        "run",
+        "experiment",
+        "app",
+        "bench-solver",
+        "simulate",
+    ] {
+        assert!(
+            help.lines()
+                .any(|l| l.split_whitespace().next() == Some(sub)),
+            "{sub} missing: {help}"
+        );
+    }
+    assert!(
+        !help.contains("__balance-run"),
+        "the child stays hidden: {help}"
+    );
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    for args in [
+        &["experiment", "--help"][..],
+        &["experiment", "balance", "--help"],
+        &["simulate", "--help"],
+        &["simulate", "exp1", "--help"],
+        &["simulate", "paper", "--help"],
+        &["run", "--help"],
+        &["app", "--help"],
+        &["app", "bench", "--help"],
+        &["bench-solver", "--help"],
+        &["help", "simulate"],
+    ] {
+        let out = plb().args(args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+        let name = args.iter().filter(|a| !a.starts_with('-') && **a != "help");
+        let usage = format!("Usage: plb {}", name.copied().collect::<Vec<_>>().join(" "));
+        assert!(stdout.contains(&usage), "{args:?}: {stdout}");
+    }
+}
+
+#[test]
+fn unknown_options_are_usage_errors() {
+    for args in [
+        &["--bogus"][..],
+        &["experiment", "--bogus"],
+        &["simulate", "exp1", "--bogus"],
+        &["app", "mm", "--bogus"],
+    ] {
+        let out = plb().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("unexpected argument '--bogus'") && stderr.contains("Usage: plb"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let out = plb().args(["simulate", "exp9"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("unrecognized subcommand 'exp9'"));
+}
+
+#[test]
+fn run_passes_everything_after_the_separator_verbatim() {
+    // StarPU's own policy: no library needed, only STARPU_SCHED set.
+    let out = plb()
+        .args(["run", "--sched", "eager", "--", "sh", "-c"])
+        .arg(r#"printf '%s|' "$@" "$STARPU_SCHED""#)
+        .args(["sh", "--summary", "-x", "--", "a b"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "--summary|-x|--|a b|eager|"
+    );
+}
+
+#[test]
+fn simulate_platform_labels_every_line() {
+    let out = plb()
+        .args(["simulate", "platform", "plb-hec", "kmeans"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().count() > 5, "{stdout}");
+    assert!(
+        stdout.lines().all(|l| l.starts_with("SIMULATED")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("one-block optimum"), "{stdout}");
+}
+
+#[test]
+fn simulate_exp1_quick_writes_a_labelled_csv() {
+    let csv = std::env::temp_dir().join(format!("plb-cli-exp1-{}.csv", std::process::id()));
+    let out = plb()
+        .args(["simulate", "exp1", "--quick", "--out"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    let _ = std::fs::remove_file(&csv);
+    let mut lines = rows.lines();
+    assert!(
+        lines.next().unwrap_or("").starts_with("# SIMULATED"),
+        "{rows}"
+    );
+    let header = rows.lines().find(|l| !l.starts_with('#')).unwrap_or("");
+    assert!(header.starts_with("platform,app,size,machines,"), "{rows}");
+    for platform in ["plb-hac", "plb-hec"] {
+        assert!(
+            rows.lines()
+                .any(|l| l.starts_with(&format!("{platform},mm,4096,"))),
+            "{rows}"
+        );
+    }
+}
+
+#[test]
+fn runtime_failures_exit_1_with_a_plb_error() {
+    let out = plb()
+        .args([
+            "simulate",
+            "exp1",
+            "--quick",
+            "--out",
+            "/nonexistent/dir/x.csv",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("plb: error: /nonexistent/dir/x.csv:"),
+        "{stderr}"
+    );
+}

@@ -1,7 +1,7 @@
 # Sourced by scripts/exp-sim-*.sh (run from the repository root): the
 # options, output folders, build and timed simulator run they share.
 #
-# exp_sim N NAME [--quick] [--reps N]: runs `simulate expN` into
+# exp_sim N NAME [--quick] [--reps N]: runs `plb simulate expN` into
 # $csv (results/sim/expN-NAME.csv, or target/exp-sim-quick/ with --quick)
 # and sets $out, the prefix of the plots (docs/img/sim-NAME, or under
 # target/exp-sim-quick/ with --quick).
@@ -10,7 +10,7 @@ exp_sim() {
     local n=$1 name=$2
     shift 2
     local usage="usage: $0 [--quick] [--reps N]"
-    local opts=() quick=0 csv_dir img_dir sim start
+    local opts=() quick=0 csv_dir img_dir plb start
     while [ $# -gt 0 ]; do
         case "$1" in
             --quick) quick=1; opts+=(--quick) ;;
@@ -26,11 +26,11 @@ exp_sim() {
     fi
     mkdir -p "$csv_dir" "$img_dir"
     command -v gnuplot >/dev/null || { echo "exp-sim-$n: gnuplot not found (scripts/setup.sh installs gnuplot-nox)" >&2; exit 1; }
-    cargo build --release -p plb-core --examples
-    sim="${CARGO_TARGET_DIR:-target}/release/examples/simulate"
+    cargo build --release -p plb
+    plb="${CARGO_TARGET_DIR:-target}/release/plb"
     csv="$csv_dir/exp$n-$name.csv"
     out="$img_dir/sim-$name"
     start=$(date +%s.%N)
-    "$sim" "exp$n" ${opts[@]+"${opts[@]}"} --out "$csv"
+    "$plb" simulate "exp$n" ${opts[@]+"${opts[@]}"} --out "$csv"
     echo "exp-sim-$n: simulation $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s, load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 }

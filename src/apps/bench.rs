@@ -13,9 +13,7 @@ use std::process::{Command, ExitCode};
 use super::{APPS, App, field, find, mm};
 
 /// Policies of the 2-worker comparison (ours, then StarPU's).
-const POLICIES: &[&str] = &[
-    "greedy", "plb-hac", "plb-hec", "hdss", "acosta", "eager", "lws", "dmda",
-];
+const DEFAULT_POLICIES: &str = "greedy,plb-hac,plb-hec,hdss,acosta,eager,lws,dmda";
 
 /// A worker configuration: label and `plb app` flags.
 const SINGLE: &[(&str, &[&str])] = &[
@@ -121,40 +119,35 @@ fn mm_reference(app: &App, n: u64, reps: usize, failures: &mut usize) {
     }
 }
 
-/// `plb app bench [--quick] [--apps a,b] [--policies p,q]`.
-pub fn main(args: &[String]) -> Result<ExitCode, String> {
-    let mut quick = false;
-    let mut apps: Vec<&App> = APPS.iter().collect();
-    let mut policies: Vec<String> = POLICIES.iter().map(|p| p.to_string()).collect();
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--quick" => quick = true,
-            "--apps" | "--policies" => {
-                let flag = args[i].clone();
-                i += 1;
-                let list: Vec<&str> = args
-                    .get(i)
-                    .ok_or_else(|| format!("{flag} needs a value"))?
-                    .split(',')
-                    .filter(|s| !s.is_empty())
-                    .collect();
-                if flag == "--apps" {
-                    apps = list
-                        .iter()
-                        .map(|n| find(n).ok_or_else(|| format!("unknown application '{n}'")))
-                        .collect::<Result<_, _>>()?;
-                } else {
-                    for p in &list {
-                        crate::launch::check_policy_name(p)?;
-                    }
-                    policies = list.iter().map(|p| p.to_string()).collect();
-                }
-            }
-            other => return Err(format!("unexpected argument '{other}'")),
-        }
-        i += 1;
-    }
+/// Options of `plb app bench`.
+#[derive(clap::Args)]
+pub struct Options {
+    /// The applications' test sizes, one run per figure (CI)
+    #[arg(long)]
+    quick: bool,
+    /// The applications, comma-separated [default: all]
+    #[arg(long, value_name = "NAME,..", value_delimiter = ',', value_parser = super::app_name())]
+    apps: Vec<String>,
+    /// The policies of the 2-worker comparison, comma-separated
+    #[arg(
+        long,
+        value_name = "NAME,..",
+        value_delimiter = ',',
+        value_parser = crate::cli::policy_name,
+        default_value = DEFAULT_POLICIES
+    )]
+    policies: Vec<String>,
+}
+
+/// `plb app bench`: exit status 1 when a run failed or did not verify.
+pub fn run(opts: &Options) -> Result<ExitCode, String> {
+    let quick = opts.quick;
+    let policies = &opts.policies;
+    let apps: Vec<&App> = if opts.apps.is_empty() {
+        APPS.iter().collect()
+    } else {
+        opts.apps.iter().filter_map(|name| find(name)).collect()
+    };
     let mut failures = 0;
     println!(
         "plb app bench: real runs on this machine (no emulation unless PLB_EMULATE is set: {})",
@@ -180,7 +173,7 @@ pub fn main(args: &[String]) -> Result<ExitCode, String> {
         }
         for (config, flags) in PAIRS {
             println!(" 2 workers ({config}):");
-            for p in &policies {
+            for p in policies {
                 if p.starts_with("dm") {
                     // StarPU's model-based policies: one unreported run
                     // first, so their history models are calibrated for

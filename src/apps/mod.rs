@@ -31,7 +31,11 @@ pub mod mm;
 use std::ffi::c_void;
 use std::process::ExitCode;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Args, Subcommand, ValueEnum};
 use starpu_sys as sys;
+
+use crate::cli::{Failure, policy_name, positive};
 
 pub use exec::{Data, Handle};
 
@@ -99,6 +103,11 @@ pub const APPS: &[App] = &[
 /// Looks an application up by name.
 pub fn find(name: &str) -> Option<&'static App> {
     APPS.iter().find(|a| a.name == name)
+}
+
+/// Value parser of an application name (one of [`APPS`]).
+pub fn app_name() -> PossibleValuesParser {
+    PossibleValuesParser::new(APPS.iter().map(|a| a.name))
 }
 
 /// An application's work: `units()` independent units, processed by one
@@ -187,7 +196,7 @@ pub fn input_rng(seed: u64, stream: u64) -> plb_core::rng::Rng {
 
 /// A deliberate scheduling fault (hidden `--inject-fault`), to show that
 /// verification catches a lost or repeated block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Fault {
     /// The first block is never submitted (but reported done).
     Drop,
@@ -212,101 +221,115 @@ pub struct Options {
     pub fault: Option<Fault>,
 }
 
-const USAGE: &str = "\
-usage:
-  plb app <name> [--n N] [--seed S] [--sched NAME] [--block B] [--ncpu K] [--opencl]
-      run an application, verify its result, print one summary line
-      (exit status 1 when the result is wrong)
-        --sched NAME  ours (greedy, plb-hac, plb-hec, hdss, acosta: blocks from
-                      the divisible-load balancer of that name) or StarPU's
-                      (eager, lws, dmda...: equal tasks of --block units);
-                      default: $STARPU_SCHED, else greedy
-        --block B     units per task (StarPU's policies; default W/32), or
-                      greedy's block size
-        --ncpu K      CPU workers; --opencl adds one OpenCL worker on the CPU
-                      (PoCL) and defaults --ncpu to 1
-  plb app list        the applications
-  plb app bench [--quick] [--apps a,b] [--policies p,q]
-      single-worker throughput per codelet and 2-worker throughput per policy";
+/// `plb app <APP> [OPTIONS]`, `plb app list` or `plb app bench`.
+#[derive(Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    arg_required_else_help = true,
+    after_help = "Exit status 1 when the result is wrong. Example: plb app mm --n 1024 --sched plb-hac --ncpu 2"
+)]
+pub struct Command {
+    #[command(subcommand)]
+    command: Option<AppCommand>,
+    #[command(flatten)]
+    run: RunArgs,
+}
 
-/// `plb app ...`.
-pub fn main(args: &[String]) -> Result<ExitCode, String> {
-    match args.first().map(String::as_str) {
-        None | Some("help" | "--help" | "-h") => {
-            println!("{USAGE}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Some("list") => {
-            for a in APPS {
-                println!("{:<14} {}", a.name, a.about);
+#[derive(Subcommand)]
+enum AppCommand {
+    /// The applications
+    List,
+    /// Single-worker throughput per codelet and 2-worker throughput per
+    /// policy, every application
+    Bench(bench::Options),
+}
+
+/// Options of one application run.
+#[derive(Args)]
+struct RunArgs {
+    /// The application (plb app list)
+    #[arg(
+        required = true,
+        value_parser = app_name().try_map(|name| find(&name).ok_or("unknown application"))
+    )]
+    app: Option<&'static App>,
+    /// Size (units W follow from it) [default: per application]
+    #[arg(long, value_name = "N", value_parser = positive::<u64>())]
+    n: Option<u64>,
+    /// Seed of the input
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
+    /// Ours (greedy, plb-hac, plb-hec, hdss, acosta: blocks from the
+    /// divisible-load balancer of that name) or StarPU's (eager, lws,
+    /// dmda...: equal tasks of --block units) [default: $STARPU_SCHED, else
+    /// greedy]
+    #[arg(long, value_name = "NAME", value_parser = policy_name)]
+    sched: Option<String>,
+    /// Units per task (StarPU's policies; default W/32), or greedy's block
+    /// size
+    #[arg(long, value_name = "B", value_parser = positive::<u64>())]
+    block: Option<u64>,
+    /// CPU workers [default: StarPU's; 1 with --opencl]
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(i32).range(0..))]
+    ncpu: Option<i32>,
+    /// Adds one OpenCL worker on the CPU (PoCL)
+    #[arg(long)]
+    opencl: bool,
+    /// A deliberate scheduling fault, which verification must catch
+    #[arg(long, value_name = "FAULT", hide = true)]
+    inject_fault: Option<Fault>,
+}
+
+impl Command {
+    pub fn run(self) -> Result<ExitCode, Failure> {
+        match self.command {
+            Some(AppCommand::List) => {
+                for a in APPS {
+                    println!("{:<14} {}", a.name, a.about);
+                }
+                Ok(ExitCode::SUCCESS)
             }
-            Ok(ExitCode::SUCCESS)
-        }
-        Some("bench") => bench::main(&args[1..]),
-        Some(name) => {
-            let app = find(name).ok_or_else(|| {
-                let names: Vec<&str> = APPS.iter().map(|a| a.name).collect();
-                format!(
-                    "unknown application '{name}' (known: {})\n{USAGE}",
-                    names.join(", ")
-                )
-            })?;
-            let opts = parse_options(app, &args[1..])?;
-            let summary = exec::run(app, &opts)?;
-            println!("{}", summary.line());
-            Ok(if summary.verification.ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            Some(AppCommand::Bench(opts)) => Ok(bench::run(&opts)?),
+            None => {
+                let (app, opts) = self.run.options()?;
+                let summary = exec::run(app, &opts)?;
+                println!("{}", summary.line());
+                Ok(if summary.verification.ok {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                })
+            }
         }
     }
 }
 
-fn parse_options(app: &App, args: &[String]) -> Result<Options, String> {
-    let mut opts = Options {
-        n: app.default_n,
-        seed: 1,
-        sched: std::env::var("STARPU_SCHED")
-            .ok()
-            .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| "greedy".to_string()),
-        block: None,
-        ncpu: None,
-        opencl: false,
-        fault: None,
-    };
-    let mut i = 0;
-    while i < args.len() {
-        let flag = args[i].as_str();
-        if flag == "--opencl" {
-            opts.opencl = true;
-            i += 1;
-            continue;
-        }
-        let value = args
-            .get(i + 1)
-            .ok_or_else(|| format!("{flag} needs a value"))?;
-        let bad = || format!("{flag}: '{value}' is not valid");
-        match flag {
-            "--n" => opts.n = value.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?,
-            "--seed" => opts.seed = value.parse().map_err(|_| bad())?,
-            "--sched" => opts.sched = value.clone(),
-            "--block" => opts.block = Some(value.parse().ok().filter(|b| *b > 0).ok_or_else(bad)?),
-            "--ncpu" => opts.ncpu = Some(value.parse().ok().filter(|c| *c >= 0).ok_or_else(bad)?),
-            "--inject-fault" => {
-                opts.fault = Some(match value.as_str() {
-                    "drop" => Fault::Drop,
-                    "repeat" => Fault::Repeat,
-                    _ => return Err(bad()),
-                })
-            }
-            _ => return Err(format!("unexpected argument '{flag}'\n{USAGE}")),
-        }
-        i += 2;
+impl RunArgs {
+    /// The application and its run's options; the policy defaults to
+    /// `$STARPU_SCHED`, else `greedy`.
+    fn options(self) -> Result<(&'static App, Options), Failure> {
+        let app = self.app.ok_or("no application given")?;
+        let sched = match self.sched {
+            Some(s) => s,
+            None => match std::env::var("STARPU_SCHED") {
+                Ok(s) if !s.trim().is_empty() => {
+                    policy_name(&s).map_err(|e| Failure::setup(format!("$STARPU_SCHED: {e}")))?
+                }
+                _ => "greedy".to_string(),
+            },
+        };
+        let opts = Options {
+            n: self.n.unwrap_or(app.default_n),
+            seed: self.seed,
+            sched,
+            block: self.block,
+            ncpu: self.ncpu,
+            opencl: self.opencl,
+            fault: self.inject_fault,
+        };
+        Ok((app, opts))
     }
-    crate::launch::check_policy_name(&opts.sched)?;
-    Ok(opts)
 }
 
 /// What one run measured (printed as one line by [`Summary::line`]).

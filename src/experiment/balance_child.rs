@@ -21,7 +21,7 @@ use std::time::Instant;
 use starpu_plb::divisible::{BalancerSpec, DivisibleRun};
 use starpu_sys as sys;
 
-use crate::balance::{BlockTime, RunResult, burn};
+use super::balance::{BlockTime, RunResult, burn};
 
 /// What one child run does.
 #[derive(Debug, Clone, PartialEq)]

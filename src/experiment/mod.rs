@@ -13,50 +13,95 @@
 //! Tables go to stdout, progress to stderr; CSV and PNG plots (gnuplot) go
 //! to `--out` (default `results/`). `--starpu-examples` adds the earlier
 //! comparison of `greedy` and `eager` on StarPU's own example programs.
+//!
+//! `plb experiment balance` (`balance.rs`, its child runs in
+//! `balance_child.rs`) is the synthetic divisible-load benchmark.
+
+pub mod balance;
+mod balance_child;
+mod simulated;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command as Process, ExitCode, Stdio};
 use std::time::Instant;
 
+use clap::{Args, Subcommand};
+
+use crate::cli::{Failure, positive};
 use crate::launch::PolicySelection;
 
-/// The heterogeneity emulated in the EMULATED comparison.
+/// The heterogeneity emulated on 2 CPU workers by every EMULATED
+/// experiment (`plb experiment` and `plb experiment balance`): worker 0
+/// four times slower, worker 1 paying 20 ms per task.
 pub const EMULATION: &str = "0:speed=0.25; 1:latency=20ms";
 
-/// The policies compared by default (ours, then StarPU's).
-pub const DEFAULT_POLICIES: &[&str] = &[
-    "greedy", "plb-hac", "plb-hec", "hdss", "acosta", "eager", "dmda",
-];
+/// The policies compared by default (ours, then StarPU's), comma-separated.
+const DEFAULT_POLICIES: &str = "greedy,plb-hac,plb-hec,hdss,acosta,eager,dmda";
 
-/// Options of `plb experiment`.
-pub struct Options {
-    /// Repetitions (`None`: 3, or 1 with `--quick`).
-    pub repetitions: Option<usize>,
-    pub policies: Vec<String>,
-    pub out_dir: PathBuf,
-    /// Reduced sizes and one repetition (CI).
-    pub quick: bool,
-    /// The application of the EMULATED comparison.
-    pub app: String,
-    /// Its size (`None`: 3072, 768 with `--quick`).
-    pub n: Option<u64>,
-    /// Also run StarPU's example programs under `greedy` and `eager`.
-    pub starpu_examples: bool,
+/// `plb experiment [OPTIONS]`, or `plb experiment balance [OPTIONS]`.
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Command {
+    #[command(subcommand)]
+    balance: Option<Balance>,
+    #[command(flatten)]
+    options: Options,
 }
 
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            repetitions: None,
-            policies: DEFAULT_POLICIES.iter().map(|s| s.to_string()).collect(),
-            out_dir: PathBuf::from("results"),
-            quick: false,
-            app: "mm".into(),
-            n: None,
-            starpu_examples: false,
+#[derive(Subcommand)]
+enum Balance {
+    /// Divisible-load balancers vs the optimum on 2 CPU workers with
+    /// EMULATED heterogeneity (real runs of a synthetic kernel)
+    Balance(balance::Options),
+}
+
+impl Command {
+    pub fn run(self) -> Result<ExitCode, Failure> {
+        match self.balance {
+            Some(Balance::Balance(opts)) => balance::run(&opts)?,
+            None => {
+                let written = run(&self.options)?;
+                println!("\nwritten (CSV raw data, PNG plots):");
+                for path in written {
+                    println!("  {}", path.display());
+                }
+            }
         }
+        Ok(ExitCode::SUCCESS)
     }
+}
+
+/// Options of `plb experiment`.
+#[derive(Args)]
+pub struct Options {
+    /// Repetitions [default: 3, 1 with --quick]
+    #[arg(long = "reps", value_name = "N", value_parser = positive::<usize>())]
+    pub repetitions: Option<usize>,
+    /// The policies compared, comma-separated
+    #[arg(
+        long,
+        value_name = "NAME,..",
+        value_delimiter = ',',
+        value_parser = crate::cli::policy_name,
+        default_value = DEFAULT_POLICIES
+    )]
+    pub policies: Vec<String>,
+    /// Where the CSV files and plots go
+    #[arg(long = "out", value_name = "DIR", default_value = "results")]
+    pub out_dir: PathBuf,
+    /// Reduced sizes and one repetition (CI)
+    #[arg(long)]
+    pub quick: bool,
+    /// The application of the EMULATED comparison
+    #[arg(long, value_name = "NAME", default_value = "mm", value_parser = crate::apps::app_name())]
+    pub app: String,
+    /// Its size [default: 3072, 768 with --quick]
+    #[arg(long, value_name = "N", value_parser = positive::<u64>())]
+    pub n: Option<u64>,
+    /// Also run StarPU's example programs under greedy and eager
+    #[arg(long)]
+    pub starpu_examples: bool,
 }
 
 impl Options {
@@ -93,7 +138,7 @@ struct AppRun {
 /// Runs `plb app <app> --n <n> --sched <sched> --ncpu 2` with [`EMULATION`].
 fn app_run(app: &str, n: u64, sched: &str) -> Result<AppRun, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find plb: {e}"))?;
-    let mut cmd = Command::new(exe);
+    let mut cmd = Process::new(exe);
     cmd.args(["app", app, "--n", &n.to_string(), "--sched", sched])
         .args(["--ncpu", "2"])
         .env("PLB_EMULATE", EMULATION)
@@ -142,7 +187,7 @@ fn app_run(app: &str, n: u64, sched: &str) -> Result<AppRun, String> {
 
 /// Runs gnuplot on `script`; a missing gnuplot is reported, not fatal.
 pub fn gnuplot(script: &str) -> Result<(), String> {
-    let mut child = match Command::new("gnuplot")
+    let mut child = match Process::new("gnuplot")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -179,9 +224,6 @@ fn emulated(opts: &Options, written: &mut Vec<PathBuf>) -> Result<(), String> {
     let reps = opts.reps();
     let n = opts.size();
     let app = &opts.app;
-    if crate::apps::find(app).is_none() {
-        return Err(format!("unknown application '{app}'"));
-    }
     eprintln!(
         "plb experiment: EMULATED comparison, plb app {app} --n {n} on 2 CPU workers of this machine \
          with PLB_EMULATE=\"{EMULATION}\" (worker 0 4x slower, worker 1 +20 ms per task; \
@@ -273,12 +315,6 @@ fn emulated(opts: &Options, written: &mut Vec<PathBuf>) -> Result<(), String> {
 
 /// Runs the main job; returns the files written.
 pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
-    if opts.reps() == 0 {
-        return Err("--reps must be at least 1".into());
-    }
-    for p in &opts.policies {
-        crate::launch::check_policy_name(p)?;
-    }
     std::fs::create_dir_all(&opts.out_dir)
         .map_err(|e| format!("cannot create {}: {e}", opts.out_dir.display()))?;
     let started = Instant::now();
@@ -286,7 +322,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
     emulated(opts, &mut written)?;
 
     eprintln!("plb experiment: SIMULATED comparison on the PLB-HAC paper's five machines ...");
-    let sim = crate::simulated::run(opts.reps(), opts.quick)?;
+    let sim = simulated::run(opts.reps(), opts.quick)?;
     println!("\n{}", sim.table);
     let sim_csv = opts.out_dir.join("experiment-simulated.csv");
     write(&sim_csv, &sim.csv)?;
@@ -349,7 +385,7 @@ fn run_once(
     policy: &PolicySelection,
     home: &Path,
 ) -> Result<f64, String> {
-    let mut cmd = Command::new(program);
+    let mut cmd = Process::new(program);
     cmd.args(args)
         .env("STARPU_HOME", home)
         .env("STARPU_SILENT", "1")

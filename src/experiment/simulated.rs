@@ -8,10 +8,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use plb_core::balance::registry::build;
 use plb_core::balance::sim::{SimOptions, optimum, simulate};
 use plb_core::platform::Platform;
 use plb_core::workload::{App, sim_pus};
+
+use crate::simulate::balancer;
 
 /// Relative noise on simulated compute times.
 const NOISE: f64 = 0.03;
@@ -115,7 +116,7 @@ pub fn run(reps: usize, quick: bool) -> Result<Simulated, String> {
         for (i, name) in CONTENDERS.iter().enumerate() {
             let mut spans = Vec::new();
             for seed in 1..=seeds {
-                let mut b = build(name, pus.len(), total).map_err(|e| e.to_string())?;
+                let mut b = balancer(name, pus.len(), total)?;
                 let r = simulate(b.as_mut(), &pus, total, SimOptions { noise: NOISE, seed })
                     .map_err(|e| format!("simulated {name} on {label}: {e:?}"))?;
                 let _ = writeln!(
@@ -126,7 +127,7 @@ pub fn run(reps: usize, quick: bool) -> Result<Simulated, String> {
                 );
                 spans.push(r.makespan);
             }
-            let (mean, _, _, max) = crate::experiment::stats(&spans);
+            let (mean, _, _, max) = super::stats(&spans);
             if i == 0 {
                 base = mean;
             }

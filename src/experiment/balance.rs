@@ -3,17 +3,20 @@
 //! by `PLB_EMULATE` (worker 0 four times slower; worker 1 pays 20 ms per
 //! block), against the best measured one-block-per-worker split.
 //!
-//! Each run is a child process (`plb __balance-run`, see `balance_run.rs`)
-//! so that every run gets a fresh StarPU and a fresh emulation clock.
+//! Each run is a child process (`plb __balance-run`, see
+//! `balance_child.rs`) so that every run gets a fresh StarPU and a fresh
+//! emulation clock.
 
 use std::fmt::Write as _;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crate::balance_run::Mode;
+use clap::Args;
 
-/// The emulation every run uses.
-pub const EMULATION: &str = "0:speed=0.25; 1:latency=20ms";
+use super::EMULATION;
+use super::balance_child::Mode;
+use crate::cli::positive;
+
 /// The label printed with every output.
 pub fn label() -> String {
     format!("EMULATED heterogeneity (PLB_EMULATE=\"{EMULATION}\") on 2 identical CPU cores")
@@ -113,40 +116,23 @@ impl RunResult {
 }
 
 /// Options of `plb experiment balance`.
-struct Options {
+#[derive(Args)]
+pub struct Options {
+    /// Repetitions of every run (the median is reported; 1 with --quick)
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive::<usize>())]
     reps: usize,
+    /// About 2 s of work per run instead of 20 s, one repetition
+    #[arg(long)]
     quick: bool,
+    /// Leave out scenario B (worker 1 slowing down mid-run)
+    #[arg(long = "no-speed-change")]
     skip_change: bool,
 }
 
-fn parse_options(args: &[String]) -> Result<Options, String> {
-    let mut o = Options {
-        reps: 3,
-        quick: false,
-        skip_change: false,
-    };
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--reps" => {
-                i += 1;
-                let v = args.get(i).ok_or("--reps needs a value")?;
-                o.reps = v
-                    .parse()
-                    .ok()
-                    .filter(|r| *r > 0)
-                    .ok_or_else(|| format!("--reps: '{v}' is not a positive count"))?;
-            }
-            "--quick" => o.quick = true,
-            "--no-speed-change" => o.skip_change = true,
-            other => return Err(format!("unexpected argument '{other}'")),
-        }
-        i += 1;
+impl Options {
+    fn repetitions(&self) -> usize {
+        if self.quick { 1 } else { self.reps }
     }
-    if o.quick {
-        o.reps = 1;
-    }
-    Ok(o)
 }
 
 /// Runs one child process under [`EMULATION`].
@@ -274,9 +260,9 @@ fn progress(what: &str) {
     eprintln!("  {what}");
 }
 
-/// `plb experiment balance [--reps N] [--quick]`.
-pub fn run(args: &[String]) -> Result<(), String> {
-    let opts = parse_options(args)?;
+/// `plb experiment balance`.
+pub fn run(opts: &Options) -> Result<(), String> {
+    let reps = opts.repetitions();
     let wall = Instant::now();
     // Size the work on this machine: about 20 s (2 s with --quick) on the
     // slow worker alone, i.e. 5 s of real kernel time.
@@ -291,7 +277,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "  W = {units} units ({:.2} us each unmodified; ~{:.0} s on worker 0 alone), {} repetition(s), median reported",
         per_unit * 1e6,
         4.0 * fast_alone_s,
-        opts.reps
+        reps
     );
 
     // Optimum: calibrate both workers, then sweep 3 split ratios.
@@ -307,11 +293,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut medians: Vec<(u32, RunResult)> = Vec::new();
     let (best_p, swept) = sweep_optimum(r_pred, |p| {
         let mut runs = Vec::new();
-        for rep in 0..opts.reps {
+        for rep in 0..reps {
             progress(&format!(
-                "optimum sweep: {p} % on worker 1, rep {}/{}",
-                rep + 1,
-                opts.reps
+                "optimum sweep: {p} % on worker 1, rep {}/{reps}",
+                rep + 1
             ));
             runs.push(child(units, &Mode::Split(f64::from(p) / 100.0))?);
         }
@@ -337,9 +322,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ("plb-hac", "plb-hac".into()),
     ];
     let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); contenders.len()];
-    for rep in 0..opts.reps {
+    for rep in 0..reps {
         for (i, (name, spec)) in contenders.iter().enumerate() {
-            progress(&format!("{name}, rep {}/{}", rep + 1, opts.reps));
+            progress(&format!("{name}, rep {}/{reps}", rep + 1));
             runs[i].push(child(units, &Mode::Balancer(spec.clone()))?);
         }
     }
@@ -542,42 +527,55 @@ pub fn format_table(rows: &[(String, RunResult)], optimum_s: f64) -> String {
     out
 }
 
-/// `plb __balance-run --units W (--balancer SPEC | --split R | --calibrate S)`.
-pub fn child_main(args: &[String]) -> Result<(), String> {
-    let mut units = None;
-    let mut mode = None;
-    let mut i = 0;
-    while i + 1 < args.len() {
-        let v = &args[i + 1];
-        let bad = || format!("{}: '{v}' is not valid", args[i]);
-        match args[i].as_str() {
-            "--units" => units = Some(v.parse::<u64>().map_err(|_| bad())?),
-            "--balancer" => mode = Some(Mode::Balancer(v.clone())),
-            "--split" => {
-                mode = Some(Mode::Split(
-                    v.parse::<f64>()
-                        .ok()
-                        .filter(|r| (0.0..=1.0).contains(r))
-                        .ok_or_else(bad)?,
-                ))
+/// `plb __balance-run --units W (--balancer SPEC | --split R | --calibrate S)`:
+/// one child run, printed as one [`RunResult`] line.
+#[derive(Args)]
+pub struct ChildArgs {
+    /// Units of work `W`
+    #[arg(long, value_parser = positive::<u64>())]
+    units: u64,
+    #[command(flatten)]
+    mode: ChildMode,
+}
+
+/// Exactly one of the three modes of [`Mode`].
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+struct ChildMode {
+    /// A divisible run under this balancer spec (greedy:<n>, hdss...)
+    #[arg(long, value_name = "SPEC")]
+    balancer: Option<String>,
+    /// One block per worker, this share of the units on worker 1
+    #[arg(long, value_name = "R", value_parser = share)]
+    split: Option<f64>,
+    /// On each worker one block of S units then one of 3S
+    #[arg(long, value_name = "S", value_parser = positive::<u64>())]
+    calibrate: Option<u64>,
+}
+
+/// Value parser of a share in [0, 1].
+fn share(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|r| (0.0..=1.0).contains(r))
+        .ok_or_else(|| format!("'{text}' is not a share in [0, 1]"))
+}
+
+impl ChildArgs {
+    pub fn run(self) -> Result<(), String> {
+        let m = self.mode;
+        let mode = match (m.balancer, m.split, m.calibrate) {
+            (Some(spec), _, _) => Mode::Balancer(spec),
+            (_, Some(r), _) => Mode::Split(r),
+            (_, _, Some(s)) => Mode::Calibrate(s),
+            (None, None, None) => {
+                return Err("one of --balancer, --split, --calibrate is required".into());
             }
-            "--calibrate" => {
-                mode = Some(Mode::Calibrate(
-                    v.parse::<u64>().ok().filter(|s| *s > 0).ok_or_else(bad)?,
-                ))
-            }
-            other => return Err(format!("unexpected argument '{other}'")),
-        }
-        i += 2;
+        };
+        let r = super::balance_child::run(self.units, &mode)?;
+        println!("{}", r.to_line());
+        Ok(())
     }
-    if i != args.len() {
-        return Err(format!("'{}' needs a value", args[i]));
-    }
-    let units = units.ok_or("--units is required")?;
-    let mode = mode.ok_or("one of --balancer, --split, --calibrate is required")?;
-    let r = crate::balance_run::run(units, &mode)?;
-    println!("{}", r.to_line());
-    Ok(())
 }
 
 #[cfg(test)]
@@ -718,12 +716,38 @@ mod tests {
         );
     }
 
+    #[derive(clap::Parser)]
+    struct Balance {
+        #[command(flatten)]
+        options: Options,
+    }
+
+    #[derive(clap::Parser)]
+    struct Child {
+        #[command(flatten)]
+        child: ChildArgs,
+    }
+
     #[test]
     fn options() {
-        let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(parse_options(&s(&["--reps", "2"])).unwrap().reps, 2);
-        assert_eq!(parse_options(&s(&["--quick"])).unwrap().reps, 1);
-        assert!(parse_options(&s(&["--reps", "0"])).is_err());
-        assert!(parse_options(&s(&["--bogus"])).is_err());
+        use clap::Parser;
+        let reps = |args: &[&str]| {
+            Balance::try_parse_from([&["t"][..], args].concat()).map(|b| b.options.repetitions())
+        };
+        assert_eq!(reps(&[]).unwrap(), 3);
+        assert_eq!(reps(&["--reps", "2"]).unwrap(), 2);
+        assert_eq!(reps(&["--reps", "2", "--quick"]).unwrap(), 1);
+        assert!(reps(&["--reps", "0"]).is_err());
+        assert!(reps(&["--bogus"]).is_err());
+        let child =
+            |args: &[&str]| Child::try_parse_from([&["t", "--units", "8"][..], args].concat());
+        let c = child(&["--split", "0.25"]).unwrap().child;
+        assert_eq!((c.units, c.mode.split), (8, Some(0.25)));
+        assert!(child(&["--split", "1.5"]).is_err());
+        assert!(child(&[]).is_err(), "a mode is required");
+        assert!(
+            child(&["--split", "0.5", "--calibrate", "3"]).is_err(),
+            "only one mode"
+        );
     }
 }
