@@ -6,29 +6,30 @@
 //!
 //! # Locks, and no model work under them
 //!
-//! `state` (the scheduler: queues, staging, epochs) is what push and pop
-//! take; `models` (the fallback placement's models) is taken after it
-//! (placement) or alone; `inflight` is always taken alone. Under none of
-//! them is a model fitted or a block size solved:
+//! `state` (the scheduler — queues, staging, epochs — and the fallback
+//! placement's models) is what push and pop take, and `post_exec` for an
+//! epoch task; each worker's mailbox (its tasks in flight, its samples not
+//! yet recorded) is taken alone. Under neither is a model fitted or a block size
+//! solved:
 //!
 //! * an epoch's balancer decision comes out of the scheduler as a consult,
 //!   which `pop` runs after releasing both locks and hands back;
 //! * completions are only recorded (`post_exec`); the balancer sees them at
 //!   its next consult;
 //! * refits of the fallback models are jobs, run by `post_exec` without any
-//!   lock and installed under `models` afterwards.
+//!   lock and installed under `state` afterwards.
 //!
 //! No StarPU function that may call back into the policy is called under
 //! any lock (only `starpu_push_task_end`, which StarPU requires under the
 //! queue's lock, and plain queries).
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use plb_core::balance::registry::BalancerSpec;
+use plb_core::fit::FitConfig;
 use plb_core::taskmode::epoch::Ticket;
-use plb_core::taskmode::placement::ModelBook;
+use plb_core::taskmode::placement::{ModelBook, RefitJob};
 use plb_core::taskmode::{Pop, SchedTask, Scheduler, Taken, TaskModeCounters};
 
 use crate::catalog::PolicyInfo;
@@ -38,10 +39,14 @@ use crate::idle::IdleFlags;
 use crate::starpu::{SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, now_us, relaxed_lock};
 use crate::stats::ModelFigures;
 
-/// Tracked in-flight tasks beyond which the table is reset (entries of
-/// StarPU-internal tasks, whose `post_exec` is skipped, would otherwise
-/// accumulate).
-const INFLIGHT_CAP: usize = 4096;
+/// In-flight tasks tracked per worker; beyond, the oldest entry is dropped
+/// (entries of StarPU-internal tasks, whose `post_exec` is skipped, would
+/// otherwise accumulate; a pipelined accelerator holds a few at most).
+const INFLIGHT_PER_WORKER: usize = 64;
+
+/// Samples a worker buffers before they are recorded (at its next pop, or
+/// at the next report of an epoch task).
+const SAMPLES_PER_WORKER: usize = 256;
 
 /// Consults of a balancer one pop may run before giving up for this call.
 const CONSULTS_PER_POP: usize = 8;
@@ -63,23 +68,53 @@ impl SchedTask for Task {
     }
 }
 
-static COUNTERS: Mutex<TaskModeCounters> = Mutex::new(TaskModeCounters {
-    epochs: 0,
-    epoch_tasks: 0,
-    fallback_tasks: 0,
-    dissolved_tasks: 0,
-    forced_completions: 0,
-});
+/// Process-wide task-mode counters (atomics: updated from the pop path
+/// without another lock).
+static COUNTERS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+
+fn counters_array(c: &TaskModeCounters) -> [u64; 5] {
+    [
+        c.epochs,
+        c.epoch_tasks,
+        c.fallback_tasks,
+        c.dissolved_tasks,
+        c.forced_completions,
+    ]
+}
 
 /// Process-wide task-mode counters (every context of every task-mode
-/// policy that has been deinitialised, plus the live ones' at their last
-/// pop), for tests and diagnostics.
+/// policy, live ones included), for tests and diagnostics.
 pub fn task_mode_counters() -> TaskModeCounters {
-    *relaxed_lock(&COUNTERS)
+    let v: Vec<u64> = COUNTERS.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    TaskModeCounters {
+        epochs: v[0],
+        epoch_tasks: v[1],
+        fallback_tasks: v[2],
+        dissolved_tasks: v[3],
+        forced_completions: v[4],
+    }
+}
+
+/// A worker's tasks in flight and unrecorded samples.
+#[derive(Default)]
+struct Mailbox {
+    inflight: Vec<Inflight>,
+    /// (codelet, units, seconds) measured, for the fallback models.
+    samples: Vec<(usize, f64, f64)>,
+}
+
+/// The scheduler, the fallback models, and the counters already added to
+/// the process-wide ones.
+struct State {
+    sched: Scheduler<Task>,
+    book: ModelBook,
+    published: TaskModeCounters,
 }
 
 /// What the execution hooks need of a popped task.
 struct Inflight {
+    /// The task's address (identifies it between pop and `post_exec`).
+    addr: usize,
     codelet: usize,
     units: f64,
     est_s: f64,
@@ -90,16 +125,14 @@ struct Inflight {
 /// State of one scheduling context under a task-mode policy.
 pub struct TaskModePolicy {
     name: &'static str,
-    state: Mutex<Scheduler<Task>>,
-    /// Taken after `state` (placement) or alone; never the reverse.
-    models: Mutex<ModelBook>,
-    /// Always taken alone.
-    inflight: Mutex<HashMap<usize, Inflight>>,
+    state: Mutex<State>,
+    /// Per worker (the one that popped the task runs it): its tasks in
+    /// flight and its measured samples not yet recorded. Each is taken
+    /// alone, by that worker's threads and by pops that flush it.
+    mailboxes: Vec<Mutex<Mailbox>>,
     /// Tasks held, readable without the lock.
     queued: AtomicUsize,
     idle: IdleFlags,
-    /// Counters already added to [`COUNTERS`].
-    published: Mutex<TaskModeCounters>,
     /// Nanoseconds spent fitting (refit jobs) and in balancer consults.
     model_ns: AtomicU64,
     /// Time `state` is held.
@@ -120,19 +153,49 @@ impl TaskModePolicy {
     }
 
     /// Adds the scheduler's new counts to the process-wide ones.
-    fn publish(&self, st: &Scheduler<Task>) {
-        let now = st.counters();
-        let mut done = relaxed_lock(&self.published);
-        let delta = TaskModeCounters {
-            epochs: now.epochs - done.epochs,
-            epoch_tasks: now.epoch_tasks - done.epoch_tasks,
-            fallback_tasks: now.fallback_tasks - done.fallback_tasks,
-            dissolved_tasks: now.dissolved_tasks - done.dissolved_tasks,
-            forced_completions: now.forced_completions - done.forced_completions,
+    fn publish(st: &mut State) {
+        let now = counters_array(&st.sched.counters());
+        let done = counters_array(&st.published);
+        for i in 0..5 {
+            if now[i] != done[i] {
+                COUNTERS[i].fetch_add(now[i] - done[i], Ordering::Relaxed);
+            }
+        }
+        st.published = st.sched.counters();
+    }
+
+    /// Records `worker`'s buffered samples in the fallback models (under
+    /// the state lock the caller holds); returns the refits that are due,
+    /// with the fitting configuration, to run after the lock is released.
+    fn record_samples(&self, st: &mut State, worker: usize) -> Vec<(RefitJob, FitConfig)> {
+        let Some(mb) = self.mailboxes.get(worker) else {
+            return Vec::new();
         };
-        *done = now;
-        drop(done);
-        relaxed_lock(&COUNTERS).add(&delta);
+        let samples = std::mem::take(&mut relaxed_lock(mb).samples);
+        let mut jobs = Vec::new();
+        for (codelet, units, secs) in samples {
+            if let Some(job) = st.book.record(worker, codelet, units, secs) {
+                jobs.push((job, st.book.fit_config().clone()));
+            }
+        }
+        jobs
+    }
+
+    /// Runs refit jobs (no lock held) and installs their results.
+    fn refit(&self, jobs: Vec<(RefitJob, FitConfig)>) {
+        if jobs.is_empty() {
+            return;
+        }
+        let began = now_us();
+        let fitted: Vec<_> = jobs.into_iter().map(|(job, cfg)| job.run(&cfg)).collect();
+        self.model_ns.fetch_add(
+            ((now_us() - began).max(0.0) * 1e3) as u64,
+            Ordering::Relaxed,
+        );
+        let mut st = relaxed_lock(&self.state);
+        for f in fitted {
+            st.book.install(f);
+        }
     }
 
     /// Pops under the locks, running the balancer consults it hands out
@@ -141,8 +204,11 @@ impl TaskModePolicy {
         let w = worker.index();
         let mut st = relaxed_lock(&self.state);
         let mut t0 = self.held.start();
-        let mut book = relaxed_lock(&self.models);
-        let mut popped = st.pop(w, now_s(), &book);
+        let jobs = self.record_samples(&mut st, w);
+        let mut popped = {
+            let State { sched, book, .. } = &mut *st;
+            sched.pop(w, now_s(), book)
+        };
         let mut consults = 0;
         let taken = loop {
             match popped {
@@ -158,7 +224,6 @@ impl TaskModePolicy {
                 }
                 Pop::Consult(mut c) => {
                     consults += 1;
-                    drop(book);
                     self.held.stop(t0);
                     drop(st);
                     let began = now_us();
@@ -168,25 +233,25 @@ impl TaskModePolicy {
                         .fetch_add((spent * 1e3) as u64, Ordering::Relaxed);
                     st = relaxed_lock(&self.state);
                     t0 = self.held.start();
-                    book = relaxed_lock(&self.models);
+                    let State { sched, book, .. } = &mut *st;
                     if consults >= CONSULTS_PER_POP {
                         // Bounded work per pop: hand the consult back and
                         // let the next pop continue.
-                        st.hand_back(c, now_s(), &book);
+                        sched.hand_back(c, now_s(), book);
                         break None;
                     }
-                    popped = st.resume(c, w, now_s(), &book);
+                    popped = sched.resume(c, w, now_s(), book);
                 }
             }
         };
-        drop(book);
-        self.notify(&mut st);
-        self.queued.store(st.held(), Ordering::Release);
+        self.notify(&mut st.sched);
+        self.queued.store(st.sched.held(), Ordering::Release);
         if taken.is_some() {
-            self.publish(&st);
+            Self::publish(&mut st);
         }
         self.held.stop(t0);
         drop(st);
+        self.refit(jobs);
         taken
     }
 }
@@ -209,12 +274,14 @@ impl SchedPolicy for TaskModePolicy {
         });
         TaskModePolicy {
             name: info.name(),
-            state: Mutex::new(Scheduler::new(spec, tuning, n)),
-            models: Mutex::new(ModelBook::default()),
-            inflight: Mutex::new(HashMap::new()),
+            state: Mutex::new(State {
+                sched: Scheduler::new(spec, tuning, n),
+                book: ModelBook::default(),
+                published: TaskModeCounters::default(),
+            }),
+            mailboxes: (0..n).map(|_| Mutex::new(Mailbox::default())).collect(),
             queued: AtomicUsize::new(0),
             idle: IdleFlags::new(n),
-            published: Mutex::new(TaskModeCounters::default()),
             model_ns: AtomicU64::new(0),
             held: HoldTimer::from_env(),
         }
@@ -232,7 +299,7 @@ impl SchedPolicy for TaskModePolicy {
             .zip(kinds)
             .map(|(w, k)| (w.index(), k))
             .collect();
-        relaxed_lock(&self.state).add_workers(&added);
+        relaxed_lock(&self.state).sched.add_workers(&added);
         for w in workers {
             self.idle.clear(w.index());
         }
@@ -241,11 +308,10 @@ impl SchedPolicy for TaskModePolicy {
     fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
         let ids: Vec<usize> = workers.iter().map(|w| w.index()).collect();
         let mut st = relaxed_lock(&self.state);
-        let book = relaxed_lock(&self.models);
-        st.remove_workers(&ids, &book);
-        drop(book);
-        self.notify(&mut st);
-        self.queued.store(st.held(), Ordering::Release);
+        let State { sched, book, .. } = &mut *st;
+        sched.remove_workers(&ids, book);
+        self.notify(&mut st.sched);
+        self.queued.store(st.sched.held(), Ordering::Release);
         drop(st);
     }
 
@@ -253,16 +319,15 @@ impl SchedPolicy for TaskModePolicy {
         let now = now_s();
         let mut st = relaxed_lock(&self.state);
         let t0 = self.held.start();
-        let book = relaxed_lock(&self.models);
         task.announce_pushed();
         let is_idle = |w: usize| self.idle.is_idle(w);
-        let wake = st.push(task, now, &book, &is_idle);
-        drop(book);
-        self.notify(&mut st);
+        let State { sched, book, .. } = &mut *st;
+        let wake = sched.push(task, now, book, &is_idle);
+        self.notify(&mut st.sched);
         for &w in &wake {
             self.idle.clear(w);
         }
-        self.queued.store(st.held(), Ordering::Release);
+        self.queued.store(st.sched.held(), Ordering::Release);
         self.held.stop(t0);
         drop(st);
         wake.into_iter().map(|w| WorkerId(w as u32)).collect()
@@ -281,76 +346,91 @@ impl SchedPolicy for TaskModePolicy {
             est_s,
         } = self.take(worker)?;
         task.set_implementation(implementation);
-        let mut inflight = relaxed_lock(&self.inflight);
-        if inflight.len() >= INFLIGHT_CAP {
-            // Epoch tickets lost here are recovered by the epochs' lost
-            // report handling.
-            inflight.clear();
-        }
-        inflight.insert(
-            task.addr(),
-            Inflight {
+        if let Some(mb) = self.mailboxes.get(worker.index()) {
+            let mut mb = relaxed_lock(mb);
+            if mb.inflight.len() >= INFLIGHT_PER_WORKER {
+                // An epoch ticket lost here is recovered by the epochs' lost
+                // report handling.
+                mb.inflight.remove(0);
+            }
+            mb.inflight.push(Inflight {
+                addr: task.addr(),
                 codelet,
                 units,
                 est_s,
                 start_us: None,
                 ticket,
-            },
-        );
-        drop(inflight);
+            });
+        }
         Some(task)
     }
 
-    fn pre_exec(&self, _ctx: SchedCtx, task: TaskRef<'_>, _worker: WorkerId) {
+    fn pre_exec(&self, _ctx: SchedCtx, task: TaskRef<'_>, worker: WorkerId) {
         let now = now_us();
-        if let Some(e) = relaxed_lock(&self.inflight).get_mut(&task.addr()) {
+        let Some(mb) = self.mailboxes.get(worker.index()) else {
+            return;
+        };
+        let addr = task.addr();
+        if let Some(e) = relaxed_lock(mb)
+            .inflight
+            .iter_mut()
+            .find(|e| e.addr == addr)
+        {
             e.start_us = Some(now);
         }
     }
 
     fn post_exec(&self, _ctx: SchedCtx, task: TaskRef<'_>, worker: WorkerId) {
         let end = now_us();
-        let Some(e) = relaxed_lock(&self.inflight).remove(&task.addr()) else {
+        let Some(mb) = self.mailboxes.get(worker.index()) else {
             return;
         };
+        let addr = task.addr();
+        let mut mbox = relaxed_lock(mb);
+        let Some(i) = mbox.inflight.iter().position(|e| e.addr == addr) else {
+            return;
+        };
+        let e = mbox.inflight.remove(i);
         let seconds = e
             .start_us
             .map(|start| (end - start) / 1e6)
             .filter(|s| s.is_finite() && *s > 0.0);
-        if let Some(seconds) = seconds {
-            // Store the sample under the lock; fit without it.
-            let job =
-                relaxed_lock(&self.models).record(worker.index(), e.codelet, e.units, seconds);
-            if let Some(job) = job {
-                let t0 = now_us();
-                let cfg = relaxed_lock(&self.models).fit_config().clone();
-                let fitted = job.run(&cfg);
-                self.model_ns
-                    .fetch_add(((now_us() - t0).max(0.0) * 1e3) as u64, Ordering::Relaxed);
-                relaxed_lock(&self.models).install(fitted);
-            }
+        if let Some(s) = seconds
+            && mbox.samples.len() < SAMPLES_PER_WORKER
+        {
+            // Recorded at this worker's next pop, under the lock it takes
+            // anyway.
+            mbox.samples.push((e.codelet, e.units, s));
         }
+        drop(mbox);
         let Some(ticket) = e.ticket else { return };
+        // An epoch task: its report may complete a block other workers
+        // wait for, so it is recorded now.
         let mut st = relaxed_lock(&self.state);
         let t0 = self.held.start();
-        let book = relaxed_lock(&self.models);
-        st.task_done(ticket, seconds.unwrap_or(0.0), end / 1e6, &book);
-        drop(book);
-        self.notify(&mut st);
-        self.queued.store(st.held(), Ordering::Release);
+        let jobs = self.record_samples(&mut st, worker.index());
+        let State { sched, book, .. } = &mut *st;
+        sched.task_done(ticket, seconds.unwrap_or(0.0), end / 1e6, book);
+        self.notify(sched);
+        self.queued.store(sched.held(), Ordering::Release);
         self.held.stop(t0);
+        drop(st);
+        self.refit(jobs);
     }
 
-    fn predicted_s(&self, task: TaskRef<'_>, _worker: WorkerId) -> Option<f64> {
-        relaxed_lock(&self.inflight)
-            .get(&task.addr())
+    fn predicted_s(&self, task: TaskRef<'_>, worker: WorkerId) -> Option<f64> {
+        let addr = task.addr();
+        relaxed_lock(self.mailboxes.get(worker.index())?)
+            .inflight
+            .iter()
+            .find(|e| e.addr == addr)
             .map(|e| e.est_s)
             .filter(|&s| s > 0.0)
     }
 
     fn model_figures(&self) -> ModelFigures {
         ModelFigures {
-            refits: relaxed_lock(&self.models).refits(),
+            refits: relaxed_lock(&self.state).book.refits(),
             solve_s: self.model_ns.load(Ordering::Relaxed) as f64 / 1e9,
             lock_held_s: self.held.held_s(),
         }
@@ -359,8 +439,8 @@ impl SchedPolicy for TaskModePolicy {
     fn drain(&self) -> Vec<Task> {
         let mut st = relaxed_lock(&self.state);
         self.queued.store(0, Ordering::Release);
-        let out = st.drain();
-        self.publish(&st);
+        let out = st.sched.drain();
+        Self::publish(&mut st);
         out
     }
 }

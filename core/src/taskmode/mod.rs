@@ -744,48 +744,58 @@ impl<T: SchedTask> Scheduler<T> {
     ) -> Vec<usize> {
         let codelet = task.codelet();
         let units = task.units();
-        let capable = self.capable(&task);
         let item = Queued {
             task,
             codelet,
             units,
             est_s: 0.0,
         };
+        // A task of the staged batch's codelet and size joins it (the batch
+        // knows which workers can run the codelet): the common case of a
+        // stream of like tasks costs no capability query.
+        if codelet != 0
+            && let Some(s) = self.staging.as_mut()
+            && s.matches(codelet, units)
+        {
+            s.items.push(item);
+            s.last_push = now;
+            self.total += 1;
+            return s
+                .capable
+                .iter()
+                .copied()
+                .find(|&w| is_idle(w))
+                .into_iter()
+                .collect();
+        }
+        let capable = self.capable(&item.task);
         let mut wake: Vec<usize> = Vec::new();
         let chosen = if codelet != 0 && !capable.is_empty() {
-            // Staged. A task of another codelet or size closes the batch:
-            // it forms an epoch when big enough, else is placed.
-            let joins = self
+            // Staged. The task closes the current batch: it forms an epoch
+            // when big enough, else is placed.
+            if self
                 .staging
                 .as_ref()
-                .is_some_and(|s| s.matches(codelet, units));
-            if !joins {
-                if self
+                .is_some_and(|s| s.is_big() && self.epochs.len() < MAX_EPOCHS)
+            {
+                // Wake the epoch's workers that were idle.
+                let idle: Vec<usize> = self
                     .staging
                     .as_ref()
-                    .is_some_and(|s| s.is_big() && self.epochs.len() < MAX_EPOCHS)
-                {
-                    // Wake the epoch's workers that were idle.
-                    let idle: Vec<usize> = self
-                        .staging
-                        .as_ref()
-                        .map(|s| s.capable.iter().copied().filter(|&w| is_idle(w)).collect())
-                        .unwrap_or_default();
-                    let on = self.form_epoch(now, book);
-                    wake.extend(idle.into_iter().filter(|w| on.contains(w)));
-                } else {
-                    self.flush_staging(book);
-                }
+                    .map(|s| s.capable.iter().copied().filter(|&w| is_idle(w)).collect())
+                    .unwrap_or_default();
+                let on = self.form_epoch(now, book);
+                wake.extend(idle.into_iter().filter(|w| on.contains(w)));
+            } else {
+                self.flush_staging(book);
             }
-            let s = self.staging.get_or_insert_with(|| Staging {
+            self.staging = Some(Staging {
                 codelet,
                 units,
                 capable: capable.clone(),
-                items: Vec::new(),
+                items: vec![item],
                 last_push: now,
             });
-            s.items.push(item);
-            s.last_push = now;
             None
         } else {
             self.place(book, item, &capable)

@@ -28,11 +28,15 @@ pub const TRAIN_QUEUE: usize = 2;
 /// refit.
 pub const STORE_CAP: usize = 32;
 
-/// Refit after every sample while a store holds fewer than this many
-/// samples, then after every [`REFIT_EVERY`]-th new sample.
+/// Refit after every sample while fewer than this many were recorded, then
+/// after every [`REFIT_EVERY`]-th new sample until [`REFIT_SETTLED`], then
+/// after every [`REFIT_SETTLED`]-th (a model that has seen that many
+/// samples changes slowly; the store keeps the latest [`STORE_CAP`]).
 const REFIT_EAGER: u64 = 8;
 /// See [`REFIT_EAGER`].
 const REFIT_EVERY: u64 = 8;
+/// See [`REFIT_EAGER`].
+const REFIT_SETTLED: u64 = 64;
 
 /// The model of one worker for one codelet.
 #[derive(Debug)]
@@ -94,9 +98,8 @@ pub struct FittedModel {
 
 impl CodeletModel {
     /// Records one execution of `units` work units that took `compute_s`
-    /// seconds; returns a refit job when one is due (after every sample
-    /// while fewer than 8 were recorded, then after every 8th). Invalid
-    /// samples are ignored.
+    /// seconds; returns a refit job when one is due (see [`REFIT_EAGER`]).
+    /// Invalid samples are ignored.
     fn record(&mut self, key: (usize, usize), units: f64, compute_s: f64) -> Option<RefitJob> {
         if self.store.push(Sample::new(units, compute_s, 0.0)).is_err() {
             return None;
@@ -104,7 +107,10 @@ impl CodeletModel {
         self.samples += 1;
         let spu = compute_s / units;
         self.best_spu = Some(self.best_spu.map_or(spu, |b| b.min(spu)));
-        (self.samples < REFIT_EAGER || self.samples % REFIT_EVERY == 0).then(|| RefitJob {
+        let due = self.samples < REFIT_EAGER
+            || (self.samples < REFIT_SETTLED && self.samples % REFIT_EVERY == 0)
+            || self.samples % REFIT_SETTLED == 0;
+        due.then(|| RefitJob {
             key,
             store: self.store.clone(),
             samples: self.samples,
