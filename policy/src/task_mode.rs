@@ -24,7 +24,7 @@
 //! queue's lock, and plain queries).
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use plb_core::balance::registry::BalancerSpec;
 use plb_core::fit::FitConfig;
@@ -95,12 +95,17 @@ pub fn task_mode_counters() -> TaskModeCounters {
     }
 }
 
-/// A worker's tasks in flight and unrecorded samples.
+/// A worker's tasks in flight, and what its `post_exec` measured that the
+/// scheduler has not seen yet (delivered at the worker's next pop: a
+/// worker always pops after `post_exec`, and a pending mailbox makes that
+/// pop take the lock).
 #[derive(Default)]
 struct Mailbox {
     inflight: Vec<Inflight>,
     /// (codelet, units, seconds) measured, for the fallback models.
     samples: Vec<(usize, f64, f64)>,
+    /// Epoch tasks done: (ticket, seconds, end in seconds).
+    reports: Vec<(Ticket, f64, f64)>,
 }
 
 /// The scheduler, the fallback models, and the counters already added to
@@ -130,6 +135,8 @@ pub struct TaskModePolicy {
     /// flight and its measured samples not yet recorded. Each is taken
     /// alone, by that worker's threads and by pops that flush it.
     mailboxes: Vec<Mutex<Mailbox>>,
+    /// Per worker: its mailbox holds samples or reports.
+    pending: Vec<AtomicBool>,
     /// Tasks held, readable without the lock.
     queued: AtomicUsize,
     idle: IdleFlags,
@@ -164,19 +171,33 @@ impl TaskModePolicy {
         st.published = st.sched.counters();
     }
 
-    /// Records `worker`'s buffered samples in the fallback models (under
-    /// the state lock the caller holds); returns the refits that are due,
-    /// with the fitting configuration, to run after the lock is released.
-    fn record_samples(&self, st: &mut State, worker: usize) -> Vec<(RefitJob, FitConfig)> {
-        let Some(mb) = self.mailboxes.get(worker) else {
+    /// Delivers `worker`'s mailbox (under the state lock the caller
+    /// holds): samples to the fallback models, epoch reports to their
+    /// epochs; returns the refits that are due, with the fitting
+    /// configuration, to run after the lock is released.
+    fn deliver(&self, st: &mut State, worker: usize) -> Vec<(RefitJob, FitConfig)> {
+        let (Some(mb), Some(flag)) = (self.mailboxes.get(worker), self.pending.get(worker)) else {
             return Vec::new();
         };
-        let samples = std::mem::take(&mut relaxed_lock(mb).samples);
+        if !flag.swap(false, Ordering::AcqRel) {
+            return Vec::new();
+        }
+        let (samples, reports) = {
+            let mut m = relaxed_lock(mb);
+            (
+                std::mem::take(&mut m.samples),
+                std::mem::take(&mut m.reports),
+            )
+        };
+        let State { sched, book, .. } = st;
         let mut jobs = Vec::new();
         for (codelet, units, secs) in samples {
-            if let Some(job) = st.book.record(worker, codelet, units, secs) {
-                jobs.push((job, st.book.fit_config().clone()));
+            if let Some(job) = book.record(worker, codelet, units, secs) {
+                jobs.push((job, book.fit_config().clone()));
             }
+        }
+        for (ticket, secs, end_s) in reports {
+            sched.task_done(ticket, secs, end_s, book);
         }
         jobs
     }
@@ -204,7 +225,7 @@ impl TaskModePolicy {
         let w = worker.index();
         let mut st = relaxed_lock(&self.state);
         let mut t0 = self.held.start();
-        let jobs = self.record_samples(&mut st, w);
+        let jobs = self.deliver(&mut st, w);
         let mut popped = {
             let State { sched, book, .. } = &mut *st;
             sched.pop(w, now_s(), book)
@@ -280,6 +301,7 @@ impl SchedPolicy for TaskModePolicy {
                 published: TaskModeCounters::default(),
             }),
             mailboxes: (0..n).map(|_| Mutex::new(Mailbox::default())).collect(),
+            pending: (0..n).map(|_| AtomicBool::new(false)).collect(),
             queued: AtomicUsize::new(0),
             idle: IdleFlags::new(n),
             model_ns: AtomicU64::new(0),
@@ -334,7 +356,12 @@ impl SchedPolicy for TaskModePolicy {
     }
 
     fn pop(&self, _ctx: SchedCtx, worker: WorkerId) -> Option<Task> {
-        if self.queued.load(Ordering::Acquire) == 0 || self.idle.is_idle(worker.index()) {
+        let w = worker.index();
+        let pending = self
+            .pending
+            .get(w)
+            .is_some_and(|p| p.load(Ordering::Acquire));
+        if !pending && (self.queued.load(Ordering::Acquire) == 0 || self.idle.is_idle(w)) {
             return None;
         }
         let Taken {
@@ -398,24 +425,18 @@ impl SchedPolicy for TaskModePolicy {
         if let Some(s) = seconds
             && mbox.samples.len() < SAMPLES_PER_WORKER
         {
-            // Recorded at this worker's next pop, under the lock it takes
-            // anyway.
             mbox.samples.push((e.codelet, e.units, s));
         }
-        drop(mbox);
-        let Some(ticket) = e.ticket else { return };
-        // An epoch task: its report may complete a block other workers
-        // wait for, so it is recorded now.
-        let mut st = relaxed_lock(&self.state);
-        let t0 = self.held.start();
-        let jobs = self.record_samples(&mut st, worker.index());
-        let State { sched, book, .. } = &mut *st;
-        sched.task_done(ticket, seconds.unwrap_or(0.0), end / 1e6, book);
-        self.notify(sched);
-        self.queued.store(sched.held(), Ordering::Release);
-        self.held.stop(t0);
-        drop(st);
-        self.refit(jobs);
+        if let Some(ticket) = e.ticket {
+            // The epoch sees it at this worker's next pop (it may complete
+            // a block other workers wait for: that pop takes the lock even
+            // when the worker would otherwise skip it).
+            mbox.reports
+                .push((ticket, seconds.unwrap_or(0.0), end / 1e6));
+        }
+        if !mbox.samples.is_empty() || !mbox.reports.is_empty() {
+            self.pending[worker.index()].store(true, Ordering::Release);
+        }
     }
 
     fn predicted_s(&self, task: TaskRef<'_>, worker: WorkerId) -> Option<f64> {
