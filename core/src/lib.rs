@@ -15,10 +15,8 @@
 
 pub mod balance;
 pub mod baselines;
-pub mod basis;
 pub mod bench;
 pub mod fit;
-mod lsq;
 pub mod model;
 pub mod platform;
 pub mod rng;
@@ -26,3 +24,6 @@ pub mod rounding;
 pub mod samples;
 pub mod solve;
 pub mod workload;
+
+/// The basis functions live with the fitter; `plb_core::basis` stays a path.
+pub use fit::basis;
