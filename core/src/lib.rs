@@ -12,6 +12,10 @@
 //! simulator ([`balance::sim`]) its true curves. [`bench`] is the one
 //! module that reads a clock: it times the fitter and the solvers for
 //! `plb bench-solver`.
+//!
+//! No `unsafe` code: IPOPT is reached through the safe `plb-ipopt` crate.
+
+#![forbid(unsafe_code)]
 
 pub mod balance;
 pub mod baselines;
