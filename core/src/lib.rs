@@ -12,13 +12,15 @@
 //! simulator ([`balance::sim`]) its true curves. [`bench`] is the one
 //! module that reads a clock: it times the fitter and the solvers for
 //! `plb bench-solver`.
+//!
+//! No `unsafe` code: IPOPT is reached through the safe `plb-ipopt` crate.
+
+#![forbid(unsafe_code)]
 
 pub mod balance;
 pub mod baselines;
-pub mod basis;
 pub mod bench;
 pub mod fit;
-mod lsq;
 pub mod model;
 pub mod platform;
 pub mod rng;
@@ -27,3 +29,6 @@ pub mod samples;
 pub mod solve;
 pub mod taskmode;
 pub mod workload;
+
+/// The basis functions live with the fitter; `plb_core::basis` stays a path.
+pub use fit::basis;

@@ -37,23 +37,18 @@
 //! pushes of 1e-9, monotone barrier from `μ = 1e-11`): about half the
 //! iterations when the models changed moderately.
 //!
-//! This is the only module of the crate with `unsafe` code: the callbacks
-//! IPOPT calls through `ipopt-sys`'s C API. Every callback catches panics
-//! and returns "evaluation failed" to IPOPT instead of unwinding into C++.
-//! IPOPT (with MUMPS) is not thread-safe, so solves are serialised by a
-//! process-wide mutex.
+//! Safe Rust: IPOPT itself is reached through the `plb-ipopt` crate, which
+//! holds every `unsafe` block (the C API of `ipopt-sys` and the callbacks),
+//! turns a failed or panicking evaluation into "evaluation failed" for
+//! IPOPT instead of unwinding into C++, and serialises solves with a
+//! process-wide mutex (IPOPT with MUMPS is not thread-safe).
 
-use std::cell::{Cell, RefCell};
-use std::ffi::{CString, c_void};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Mutex;
-
-use ipopt_sys as sys;
+use plb_ipopt::{Options, Status};
 
 use super::{BlockSolver, Distribution, SolveError, SolverKind, check_inputs};
 use crate::model::TimeModel;
 
-/// IPOPT through `ipopt-sys` (see the module documentation).
+/// IPOPT through `plb-ipopt` (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IpoptSolver {
     /// IPOPT's `tol` (scaled NLP error at which it stops).
@@ -97,9 +92,6 @@ pub struct IpoptStats {
     pub status: i32,
 }
 
-/// IPOPT and MUMPS keep global state: one solve at a time per process.
-static IPOPT_LOCK: Mutex<()> = Mutex::new(());
-
 /// 8-point Gauss–Legendre nodes on [-1, 1] (positive half) and weights.
 const GL_NODES: [f64; 4] = [
     0.183_434_642_495_649_8,
@@ -114,15 +106,12 @@ const GL_WEIGHTS: [f64; 4] = [
     0.101_228_536_290_376_3,
 ];
 
-/// What the callbacks see (through IPOPT's user-data pointer).
-struct Nlp<'a> {
+/// The NLP over the shares that IPOPT solves (see the module documentation).
+struct SharesNlp<'a> {
     models: &'a [&'a dyn TimeModel],
     w: f64,
     inv_tau: f64,
     n: usize,
-    /// The first failed evaluation, reported if IPOPT gives up.
-    failure: RefCell<Option<String>>,
-    iterations: Cell<i32>,
     /// Starting point.
     start: Vec<f64>,
     /// Starting multipliers (warm start only).
@@ -188,14 +177,7 @@ fn warm_point(
     })
 }
 
-impl Nlp<'_> {
-    fn fail(&self, msg: String) {
-        let mut f = self.failure.borrow_mut();
-        if f.is_none() {
-            *f = Some(msg);
-        }
-    }
-
+impl SharesNlp<'_> {
     fn time(&self, p: usize, x: f64) -> Result<f64, String> {
         let v = self.models[p].time(x);
         if v.is_finite() {
@@ -224,13 +206,13 @@ impl Nlp<'_> {
         }
     }
 
-    /// `W E_p'(W y)` (constant below 0, matching [`Nlp::grad`]).
+    /// `W E_p'(W y)` (constant below 0, matching [`SharesNlp::grad`]).
     fn hess(&self, p: usize, y: f64) -> Result<f64, String> {
         Ok(self.w * self.slope(p, self.w * y.max(0.0))?)
     }
 
     /// `Φ_p(W y) / W`: Gauss–Legendre quadrature of `E_p` over `[0, x]`;
-    /// below 0 the integral of the linear continuation of [`Nlp::grad`].
+    /// below 0 the integral of the linear continuation of [`SharesNlp::grad`].
     fn phi_over_w(&self, p: usize, y: f64) -> Result<f64, String> {
         let x = self.w * y;
         if x <= 0.0 {
@@ -243,6 +225,93 @@ impl Nlp<'_> {
                 * (self.time(p, half * (1.0 - node))? + self.time(p, half * (1.0 + node))?);
         }
         Ok(0.5 * y * acc)
+    }
+}
+
+impl plb_ipopt::Nlp for SharesNlp<'_> {
+    fn num_variables(&self) -> usize {
+        self.n
+    }
+
+    fn num_constraints(&self) -> usize {
+        1
+    }
+
+    fn bounds(&self, x_l: &mut [f64], x_u: &mut [f64], g_l: &mut [f64], g_u: &mut [f64]) {
+        x_l.fill(0.0);
+        // No upper bound: y_p ≤ 1 follows from Σ y = 1 and y ≥ 0, and
+        // stating it would only add complementarity error (μ / (1 − y))
+        // for a PU that takes nearly everything.
+        x_u.fill(2e19);
+        g_l[0] = 1.0;
+        g_u[0] = 1.0;
+    }
+
+    fn initial_point(&self, x: &mut [f64]) {
+        x.copy_from_slice(&self.start);
+    }
+
+    /// Asked only with `warm_start_init_point`, which is set only when
+    /// `warm` is present.
+    fn initial_bound_multipliers(&self, z_l: &mut [f64], z_u: &mut [f64]) -> Result<(), String> {
+        let w = self.warm.as_ref().ok_or("IPOPT asked for multipliers")?;
+        z_l.copy_from_slice(&w.z);
+        z_u.fill(0.0);
+        Ok(())
+    }
+
+    fn initial_constraint_multipliers(&self, lambda: &mut [f64]) -> Result<(), String> {
+        let w = self.warm.as_ref().ok_or("IPOPT asked for multipliers")?;
+        lambda[0] = w.lambda;
+        Ok(())
+    }
+
+    fn objective(&self, y: &[f64]) -> Result<f64, String> {
+        let mut f = 0.0;
+        for (p, &yp) in y.iter().enumerate() {
+            f += self.phi_over_w(p, yp)?;
+        }
+        Ok(f * self.inv_tau)
+    }
+
+    fn gradient(&self, y: &[f64], g: &mut [f64]) -> Result<(), String> {
+        for p in 0..self.n {
+            g[p] = self.grad(p, y[p])? * self.inv_tau;
+        }
+        Ok(())
+    }
+
+    fn constraints(&self, y: &[f64], g: &mut [f64]) -> Result<(), String> {
+        g[0] = y.iter().sum();
+        Ok(())
+    }
+
+    fn jacobian_structure(&self) -> Vec<(usize, usize)> {
+        (0..self.n).map(|p| (0, p)).collect()
+    }
+
+    fn jacobian(&self, _y: &[f64], values: &mut [f64]) -> Result<(), String> {
+        values.fill(1.0);
+        Ok(())
+    }
+
+    /// The diagonal, which is its own lower triangle.
+    fn hessian_structure(&self) -> Vec<(usize, usize)> {
+        (0..self.n).map(|p| (p, p)).collect()
+    }
+
+    fn hessian(
+        &self,
+        y: &[f64],
+        obj_factor: f64,
+        _lambda: &[f64],
+        h: &mut [f64],
+    ) -> Result<(), String> {
+        let k = obj_factor * self.inv_tau;
+        for p in 0..self.n {
+            h[p] = k * self.hess(p, y[p])?;
+        }
+        Ok(())
     }
 }
 
@@ -331,34 +400,37 @@ impl IpoptSolver {
         if let Some(w) = &warm {
             start.copy_from_slice(&w.y);
         }
-        let nlp = Nlp {
+        let nlp = SharesNlp {
             models,
             w: total,
             inv_tau: 1.0 / tau,
             n,
-            failure: RefCell::new(None),
-            iterations: Cell::new(0),
             start,
             warm,
         };
-        let (status, y, lambda) = self.run(&nlp)?;
+        let sol = plb_ipopt::solve(&nlp, &self.options(nlp.warm.is_some())).map_err(|e| {
+            SolveError::Ipopt {
+                status: e.status().code(),
+                detail: e.to_string(),
+            }
+        })?;
+        let status = sol.status.code();
         let stats = IpoptStats {
-            iterations: nlp.iterations.get(),
+            iterations: sol.iterations,
             status,
         };
-        let ok = status == sys::CNLP_ApplicationReturnStatus_CNLP_SOLVE_SUCCEEDED
-            || status == sys::CNLP_ApplicationReturnStatus_CNLP_SOLVED_TO_ACCEPTABLE_LEVEL;
-        if !ok {
-            let mut detail = status_name(status).to_string();
-            if let Some(f) = nlp.failure.borrow().as_ref() {
+        if !sol.status.is_solved() {
+            let mut detail = sol.status.name().to_string();
+            if let Some(f) = &sol.failure {
                 detail.push_str("; ");
                 detail.push_str(f);
             }
             return Err(SolveError::Ipopt { status, detail });
         }
-        if status == sys::CNLP_ApplicationReturnStatus_CNLP_SOLVED_TO_ACCEPTABLE_LEVEL {
+        if sol.status == Status::SOLVED_TO_ACCEPTABLE_LEVEL {
             log::debug!("IPOPT solved to acceptable level only ({n} PUs)");
         }
+        let (y, lambda) = (sol.x, sol.lambda[0]);
         // IPOPT honours the bounds; clamp against round-off and renormalise
         // so that the shares sum to 1 exactly (to rounding).
         let mut y: Vec<f64> = y.into_iter().map(|v| v.clamp(0.0, 1.0)).collect();
@@ -380,462 +452,44 @@ impl IpoptSolver {
         ))
     }
 
-    /// Creates the IPOPT problem, solves it and copies out the shares and
-    /// the constraint multiplier. Holds [`IPOPT_LOCK`] throughout.
-    fn run(&self, nlp: &Nlp<'_>) -> Result<(i32, Vec<f64>, f64), SolveError> {
-        let _lock = IPOPT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        let mut prob: sys::CNLP_ProblemPtr = std::ptr::null_mut();
-        // SAFETY: `prob` is a valid out-pointer; every callback is an
-        // `extern "C"` function with exactly the signature the C API
-        // declares (checked by the compiler against the bindings).
-        let created = unsafe {
-            sys::cnlp_create_problem(
-                &mut prob,
-                0,
-                Some(cb_sizes),
-                Some(cb_init),
-                Some(cb_bounds),
-                Some(cb_eval_f),
-                Some(cb_eval_g),
-                Some(cb_eval_grad_f),
-                Some(cb_eval_jac_g),
-                Some(cb_eval_h),
-                None,
-            )
-        };
-        if created != sys::CNLP_CreateProblemStatus_CNLP_SUCCESS || prob.is_null() {
-            return Err(SolveError::Ipopt {
-                status: sys::CNLP_ApplicationReturnStatus_CNLP_INTERNAL_ERROR,
-                detail: format!("cnlp_create_problem failed ({created})"),
-            });
-        }
-        let problem = Problem(prob);
-        problem.option_int("print_level", self.print_level)?;
-        problem.option_str("sb", "yes")?;
-        problem.option_num("tol", self.tol)?;
-        problem.option_int("max_iter", self.max_iter)?;
-        problem.option_num("max_cpu_time", self.max_cpu_time)?;
-        problem.option_str("jac_c_constant", "yes")?;
+    /// The IPOPT options of a cold (`warm = false`) or warm solve.
+    fn options(&self, warm: bool) -> Options {
+        let mut o = Options::new();
+        o.int("print_level", self.print_level);
+        o.str("sb", "yes");
+        o.num("tol", self.tol);
+        o.int("max_iter", self.max_iter);
+        o.num("max_cpu_time", self.max_cpu_time);
+        o.str("jac_c_constant", "yes");
         // Let μ go below IPOPT's 1e-11 floor, so that shares of PUs with
         // tiny blocks are not distorted by complementarity (μ / y_p).
-        problem.option_num("mu_min", 1e-16)?;
+        o.num("mu_min", 1e-16);
         // Keep 0 ≤ y_p exact: relaxed bounds let the PUs that get nothing
         // take slightly negative work, which shifts everybody else's share
         // by ~1e-7.
-        problem.option_num("bound_relax_factor", 0.0)?;
+        o.num("bound_relax_factor", 0.0);
         // The objective is already scaled by τ.
-        problem.option_str("nlp_scaling_method", "none")?;
+        o.str("nlp_scaling_method", "none");
         // Refine the linear solves only when the residual asks for it (each
         // MUMPS call has a fixed cost of ~0.1 ms).
-        problem.option_int("min_refinement_steps", 0)?;
-        if nlp.warm.is_some() {
+        o.int("min_refinement_steps", 0);
+        if warm {
             // Warm start: keep the given point and multipliers (push them
             // off the bounds by 1e-9 only) and start the barrier parameter
             // near its final value, decreasing monotonically.
-            problem.option_str("warm_start_init_point", "yes")?;
-            problem.option_num("warm_start_bound_push", 1e-9)?;
-            problem.option_num("warm_start_bound_frac", 1e-9)?;
-            problem.option_num("warm_start_mult_bound_push", 1e-9)?;
-            problem.option_str("mu_strategy", "monotone")?;
-            problem.option_num("mu_init", 1e-11)?;
+            o.str("warm_start_init_point", "yes");
+            o.num("warm_start_bound_push", 1e-9);
+            o.num("warm_start_bound_frac", 1e-9);
+            o.num("warm_start_mult_bound_push", 1e-9);
+            o.str("mu_strategy", "monotone");
+            o.num("mu_init", 1e-11);
         } else {
             // Adaptive barrier update with the probing (Mehrotra) oracle:
             // the fewest iterations and linear solves from a cold start.
-            problem.option_str("mu_strategy", "adaptive")?;
-            problem.option_str("mu_oracle", "probing")?;
+            o.str("mu_strategy", "adaptive");
+            o.str("mu_oracle", "probing");
         }
-        // SAFETY: `problem.0` is a live problem; the user-data pointer is
-        // `nlp`, which outlives the call and is only read (interior
-        // mutability through Cell/RefCell on this thread) by the callbacks
-        // during it; the callbacks never store it.
-        unsafe {
-            sys::cnlp_set_intermediate_callback(problem.0, Some(cb_intermediate));
-        }
-        // SAFETY: as above.
-        let res = unsafe { sys::cnlp_solve(problem.0, nlp as *const Nlp<'_> as *mut c_void) };
-        let n = nlp.n;
-        // SAFETY: `res.data.x` points to the problem's solution vector of `n`
-        // values (allocated in get_nlp_info, filled by finalize_solution, or
-        // zeros when the solve stopped earlier) and `res.data.mult_g` to its
-        // `m = 1` multipliers; both live until `cnlp_free_problem`, which
-        // runs when `problem` drops after these copies.
-        let (y, lambda) = unsafe {
-            if res.data.x.is_null() || res.data.mult_g.is_null() {
-                (vec![f64::NAN; n], f64::NAN)
-            } else {
-                (
-                    std::slice::from_raw_parts(res.data.x, n).to_vec(),
-                    *res.data.mult_g,
-                )
-            }
-        };
-        Ok((res.status, y, lambda))
-    }
-}
-
-/// Owns a `CNLP_ProblemPtr`; frees it on drop.
-struct Problem(sys::CNLP_ProblemPtr);
-
-impl Problem {
-    fn option_str(&self, key: &str, value: &str) -> Result<(), SolveError> {
-        let (k, v) = (cstring(key), cstring(value));
-        // SAFETY: live problem; both strings are NUL-terminated and outlive
-        // the call (IPOPT copies them).
-        let ok = unsafe { sys::cnlp_add_str_option(self.0, k.as_ptr(), v.as_ptr()) };
-        option_result(ok, key)
-    }
-
-    fn option_num(&self, key: &str, value: f64) -> Result<(), SolveError> {
-        let k = cstring(key);
-        // SAFETY: live problem; NUL-terminated key that outlives the call.
-        let ok = unsafe { sys::cnlp_add_num_option(self.0, k.as_ptr(), value) };
-        option_result(ok, key)
-    }
-
-    fn option_int(&self, key: &str, value: i32) -> Result<(), SolveError> {
-        let k = cstring(key);
-        // SAFETY: live problem; NUL-terminated key that outlives the call.
-        let ok = unsafe { sys::cnlp_add_int_option(self.0, k.as_ptr(), value) };
-        option_result(ok, key)
-    }
-}
-
-impl Drop for Problem {
-    fn drop(&mut self) {
-        // SAFETY: the pointer came from a successful cnlp_create_problem and
-        // is freed exactly once, here.
-        unsafe { sys::cnlp_free_problem(self.0) }
-    }
-}
-
-fn cstring(s: &str) -> CString {
-    // Option names are our own literals, without NUL bytes.
-    CString::new(s).unwrap_or_default()
-}
-
-fn option_result(ok: sys::CNLP_Bool, key: &str) -> Result<(), SolveError> {
-    if ok != 0 {
-        Ok(())
-    } else {
-        Err(SolveError::Ipopt {
-            status: sys::CNLP_ApplicationReturnStatus_CNLP_INVALID_OPTION,
-            detail: format!("IPOPT rejected option {key}"),
-        })
-    }
-}
-
-fn status_name(status: i32) -> &'static str {
-    match status {
-        0 => "solve succeeded",
-        1 => "solved to acceptable level",
-        2 => "infeasible problem detected",
-        3 => "search direction becomes too small",
-        4 => "diverging iterates",
-        5 => "user requested stop",
-        6 => "feasible point found",
-        -1 => "maximum iterations exceeded",
-        -2 => "restoration failed",
-        -3 => "error in step computation",
-        -4 => "maximum CPU time exceeded",
-        -10 => "not enough degrees of freedom",
-        -11 => "invalid problem definition",
-        -12 => "invalid option",
-        -13 => "invalid number detected",
-        -100 => "unrecoverable exception",
-        -101 => "non-IPOPT exception thrown",
-        -102 => "insufficient memory",
-        _ => "internal error",
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Callbacks. Each one recovers `&Nlp` from the user-data pointer, runs its
-// body under `catch_unwind` and answers 0 ("evaluation failed") on an error
-// or a panic, so nothing unwinds into IPOPT.
-
-/// Runs `body` with the problem data, converting errors and panics to 0.
-///
-/// # Safety
-/// `user_data` must be the `*const Nlp` passed to `cnlp_solve` by
-/// [`IpoptSolver::run`], alive for the duration of the call.
-unsafe fn guarded(
-    user_data: sys::CNLP_UserDataPtr,
-    body: impl FnOnce(&Nlp<'_>) -> Result<(), String>,
-) -> sys::CNLP_Bool {
-    if user_data.is_null() {
-        return 0;
-    }
-    // SAFETY: guaranteed by the caller (see above); only shared access.
-    let nlp = unsafe { &*(user_data as *const Nlp<'_>) };
-    match catch_unwind(AssertUnwindSafe(|| body(nlp))) {
-        Ok(Ok(())) => 1,
-        Ok(Err(msg)) => {
-            nlp.fail(msg);
-            0
-        }
-        Err(_) => {
-            nlp.fail("a model panicked".to_string());
-            0
-        }
-    }
-}
-
-/// Converts IPOPT's `(n, pointer)` into a length, rejecting nonsense.
-fn len(n: sys::CNLP_Index, nlp: &Nlp<'_>) -> Result<usize, String> {
-    match usize::try_from(n) {
-        Ok(v) if v == nlp.n => Ok(v),
-        _ => Err(format!("IPOPT passed n = {n}, expected {}", nlp.n)),
-    }
-}
-
-unsafe extern "C" fn cb_sizes(
-    n: *mut sys::CNLP_Index,
-    m: *mut sys::CNLP_Index,
-    nnz_jac_g: *mut sys::CNLP_Index,
-    nnz_h_lag: *mut sys::CNLP_Index,
-    user_data: sys::CNLP_UserDataPtr,
-) -> sys::CNLP_Bool {
-    // SAFETY: IPOPT passes our user data and four valid out-pointers.
-    unsafe {
-        guarded(user_data, |nlp| {
-            let k = nlp.n as sys::CNLP_Index; // checked to fit in run()
-            *n = k;
-            *m = 1;
-            *nnz_jac_g = k;
-            *nnz_h_lag = k;
-            Ok(())
-        })
-    }
-}
-
-unsafe extern "C" fn cb_init(
-    n: sys::CNLP_Index,
-    init_x: sys::CNLP_Bool,
-    x: *mut sys::CNLP_Number,
-    init_z: sys::CNLP_Bool,
-    z_l: *mut sys::CNLP_Number,
-    z_u: *mut sys::CNLP_Number,
-    m: sys::CNLP_Index,
-    init_lambda: sys::CNLP_Bool,
-    lambda: *mut sys::CNLP_Number,
-    user_data: sys::CNLP_UserDataPtr,
-) -> sys::CNLP_Bool {
-    // SAFETY: IPOPT passes our user data and, for each flag that is set,
-    // arrays to fill: `x`, `z_l`, `z_u` of `n` values, `lambda` of `m = 1`.
-    // It asks for multipliers only with warm_start_init_point, which we set
-    // only when `nlp.warm` is present.
-    unsafe {
-        guarded(user_data, |nlp| {
-            let n = len(n, nlp)?;
-            if init_x != 0 {
-                let x = std::slice::from_raw_parts_mut(x, n);
-                x.copy_from_slice(&nlp.start);
-            }
-            if init_z != 0 || init_lambda != 0 {
-                let w = nlp.warm.as_ref().ok_or("IPOPT asked for multipliers")?;
-                if init_z != 0 {
-                    std::slice::from_raw_parts_mut(z_l, n).copy_from_slice(&w.z);
-                    std::slice::from_raw_parts_mut(z_u, n).fill(0.0);
-                }
-                if init_lambda != 0 {
-                    if m != 1 {
-                        return Err(format!("IPOPT passed m = {m}"));
-                    }
-                    *lambda = w.lambda;
-                }
-            }
-            Ok(())
-        })
-    }
-}
-
-unsafe extern "C" fn cb_bounds(
-    n: sys::CNLP_Index,
-    x_l: *mut sys::CNLP_Number,
-    x_u: *mut sys::CNLP_Number,
-    m: sys::CNLP_Index,
-    g_l: *mut sys::CNLP_Number,
-    g_u: *mut sys::CNLP_Number,
-    user_data: sys::CNLP_UserDataPtr,
-) -> sys::CNLP_Bool {
-    // SAFETY: IPOPT passes arrays of `n` (variables) and `m = 1`
-    // (constraints) values to fill.
-    unsafe {
-        guarded(user_data, |nlp| {
-            let n = len(n, nlp)?;
-            if m != 1 {
-                return Err(format!("IPOPT passed m = {m}"));
-            }
-            std::slice::from_raw_parts_mut(x_l, n).fill(0.0);
-            // No upper bound: y_p ≤ 1 follows from Σ y = 1 and y ≥ 0, and
-            // stating it would only add complementarity error (μ / (1 − y))
-            // for a PU that takes nearly everything.
-            std::slice::from_raw_parts_mut(x_u, n).fill(2e19);
-            *g_l = 1.0;
-            *g_u = 1.0;
-            Ok(())
-        })
-    }
-}
-
-unsafe extern "C" fn cb_eval_f(
-    n: sys::CNLP_Index,
-    x: *const sys::CNLP_Number,
-    _new_x: sys::CNLP_Bool,
-    obj_value: *mut sys::CNLP_Number,
-    user_data: sys::CNLP_UserDataPtr,
-) -> sys::CNLP_Bool {
-    // SAFETY: IPOPT passes `n` variable values and one out-value.
-    unsafe {
-        guarded(user_data, |nlp| {
-            let y = std::slice::from_raw_parts(x, len(n, nlp)?);
-            let mut f = 0.0;
-            for (p, &yp) in y.iter().enumerate() {
-                f += nlp.phi_over_w(p, yp)?;
-            }
-            *obj_value = f * nlp.inv_tau;
-            Ok(())
-        })
-    }
-}
-
-unsafe extern "C" fn cb_eval_grad_f(
-    n: sys::CNLP_Index,
-    x: *const sys::CNLP_Number,
-    _new_x: sys::CNLP_Bool,
-    grad_f: *mut sys::CNLP_Number,
-    user_data: sys::CNLP_UserDataPtr,
-) -> sys::CNLP_Bool {
-    // SAFETY: IPOPT passes `n` variable values and an `n`-value gradient.
-    unsafe {
-        guarded(user_data, |nlp| {
-            let n = len(n, nlp)?;
-            let y = std::slice::from_raw_parts(x, n);
-            let g = std::slice::from_raw_parts_mut(grad_f, n);
-            for p in 0..n {
-                g[p] = nlp.grad(p, y[p])? * nlp.inv_tau;
-            }
-            Ok(())
-        })
-    }
-}
-
-unsafe extern "C" fn cb_eval_g(
-    n: sys::CNLP_Index,
-    x: *const sys::CNLP_Number,
-    _new_x: sys::CNLP_Bool,
-    _m: sys::CNLP_Index,
-    g: *mut sys::CNLP_Number,
-    user_data: sys::CNLP_UserDataPtr,
-) -> sys::CNLP_Bool {
-    // SAFETY: IPOPT passes `n` variable values and `m = 1` out-values.
-    unsafe {
-        guarded(user_data, |nlp| {
-            let y = std::slice::from_raw_parts(x, len(n, nlp)?);
-            *g = y.iter().sum();
-            Ok(())
-        })
-    }
-}
-
-unsafe extern "C" fn cb_eval_jac_g(
-    n: sys::CNLP_Index,
-    _x: *const sys::CNLP_Number,
-    _new_x: sys::CNLP_Bool,
-    _m: sys::CNLP_Index,
-    nele_jac: sys::CNLP_Index,
-    i_row: *mut sys::CNLP_Index,
-    j_col: *mut sys::CNLP_Index,
-    values: *mut sys::CNLP_Number,
-    user_data: sys::CNLP_UserDataPtr,
-) -> sys::CNLP_Bool {
-    // SAFETY: IPOPT passes either the two index arrays (structure query) or
-    // the value array (values query), each of `nele_jac = n` entries.
-    unsafe {
-        guarded(user_data, |nlp| {
-            let n = len(n, nlp)?;
-            if nele_jac as usize != n {
-                return Err(format!("IPOPT passed nele_jac = {nele_jac}"));
-            }
-            if values.is_null() {
-                let rows = std::slice::from_raw_parts_mut(i_row, n);
-                let cols = std::slice::from_raw_parts_mut(j_col, n);
-                for (p, (r, c)) in rows.iter_mut().zip(cols).enumerate() {
-                    *r = 0;
-                    *c = p as sys::CNLP_Index;
-                }
-            } else {
-                std::slice::from_raw_parts_mut(values, n).fill(1.0);
-            }
-            Ok(())
-        })
-    }
-}
-
-unsafe extern "C" fn cb_eval_h(
-    n: sys::CNLP_Index,
-    x: *const sys::CNLP_Number,
-    _new_x: sys::CNLP_Bool,
-    obj_factor: sys::CNLP_Number,
-    _m: sys::CNLP_Index,
-    _lambda: *const sys::CNLP_Number,
-    _new_lambda: sys::CNLP_Bool,
-    nele_hess: sys::CNLP_Index,
-    i_row: *mut sys::CNLP_Index,
-    j_col: *mut sys::CNLP_Index,
-    values: *mut sys::CNLP_Number,
-    user_data: sys::CNLP_UserDataPtr,
-) -> sys::CNLP_Bool {
-    // SAFETY: as for the Jacobian: structure (index arrays) or values
-    // (value array plus `n` variable values), `nele_hess = n` entries (the
-    // diagonal, which is its own lower triangle).
-    unsafe {
-        guarded(user_data, |nlp| {
-            let n = len(n, nlp)?;
-            if nele_hess as usize != n {
-                return Err(format!("IPOPT passed nele_hess = {nele_hess}"));
-            }
-            if values.is_null() {
-                let rows = std::slice::from_raw_parts_mut(i_row, n);
-                let cols = std::slice::from_raw_parts_mut(j_col, n);
-                for (p, (r, c)) in rows.iter_mut().zip(cols).enumerate() {
-                    *r = p as sys::CNLP_Index;
-                    *c = p as sys::CNLP_Index;
-                }
-            } else {
-                let y = std::slice::from_raw_parts(x, n);
-                let h = std::slice::from_raw_parts_mut(values, n);
-                let k = obj_factor * nlp.inv_tau;
-                for p in 0..n {
-                    h[p] = k * nlp.hess(p, y[p])?;
-                }
-            }
-            Ok(())
-        })
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn cb_intermediate(
-    _alg_mod: sys::CNLP_AlgorithmMode,
-    iter_count: sys::CNLP_Index,
-    _obj_value: sys::CNLP_Number,
-    _inf_pr: sys::CNLP_Number,
-    _inf_du: sys::CNLP_Number,
-    _mu: sys::CNLP_Number,
-    _d_norm: sys::CNLP_Number,
-    _regularization_size: sys::CNLP_Number,
-    _alpha_du: sys::CNLP_Number,
-    _alpha_pr: sys::CNLP_Number,
-    _ls_trials: sys::CNLP_Index,
-    user_data: sys::CNLP_UserDataPtr,
-) -> sys::CNLP_Bool {
-    // SAFETY: IPOPT passes our user data.
-    unsafe {
-        guarded(user_data, |nlp| {
-            nlp.iterations.set(iter_count);
-            Ok(())
-        })
+        o
     }
 }
 
