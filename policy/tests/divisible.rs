@@ -9,9 +9,9 @@
 //! process) and arm a watchdog that aborts on a deadlock.
 
 use std::ffi::{CStr, c_int, c_void};
-use std::path::PathBuf;
+
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use starpu_plb::divisible::{BalancerSpec, DivisibleError, DivisibleRun, balancer_names};
@@ -23,48 +23,19 @@ use starpu_plb::starpu::divisible_ffi::{
 use starpu_sys as sys;
 
 mod common;
-use common::{Setup, Watchdog, clean_up_after_shutdown, lock_starpu, start_starpu};
+use common::{Session, Setup, lock_starpu};
 
 const WATCHDOG_LIMIT: Duration = Duration::from_secs(180);
 
-/// StarPU initialised with `ncpus` CPU workers; shut down on drop.
-struct Session {
-    home: PathBuf,
-    _watchdog: Watchdog,
-    _lock: MutexGuard<'static, ()>,
-}
-
-impl Session {
-    fn start(name: &'static str, ncpus: c_int) -> Session {
-        let lock = lock_starpu();
-        let watchdog = Watchdog::arm(name, WATCHDOG_LIMIT);
-        let setup = Setup {
-            ncpus,
-            nopencl: 0,
-            opencl_on_cpus: false,
-            policy: "greedy",
-        };
-        let home = start_starpu(&lock, "plb-dl", name, setup);
-        Session {
-            home,
-            _watchdog: watchdog,
-            _lock: lock,
-        }
-    }
-
-    fn wait_for_all(&self) {
-        // SAFETY: StarPU is initialised; application thread.
-        assert_eq!(unsafe { sys::starpu_task_wait_for_all() }, 0);
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        // SAFETY: initialised by `start`, shut down once.
-        unsafe { sys::starpu_shutdown() };
-        // The guard field drops after this body: still under the lock.
-        clean_up_after_shutdown(&self._lock, &self.home);
-    }
+/// StarPU with `ncpus` CPU workers under our greedy policy.
+fn start(name: &'static str, ncpus: c_int) -> Session {
+    let setup = Setup {
+        ncpus,
+        nopencl: 0,
+        opencl_on_cpus: false,
+        policy: "greedy",
+    };
+    Session::start("plb-dl", name, WATCHDOG_LIMIT, setup)
 }
 
 fn worker_count() -> usize {
@@ -245,7 +216,7 @@ fn check_covered(what: &str, total: u64) {
 #[test]
 fn every_balancer_processes_a_million_units_exactly_once() {
     let mut cl = codelet();
-    let session = Session::start("million", -1);
+    let session = start("million", -1);
     let workers = worker_count();
     for name in balancer_names() {
         reset_bitmap(BIG_W);
@@ -285,7 +256,7 @@ fn every_balancer_processes_a_million_units_exactly_once() {
 #[test]
 fn fewer_units_than_workers_are_processed_exactly_once() {
     let mut cl = codelet();
-    let session = Session::start("tiny", 2);
+    let session = start("tiny", 2);
     let workers = worker_count();
     eprintln!("tiny: {workers} workers");
     for total in [1u64, 0, (workers as u64).saturating_sub(1).max(1)] {
@@ -320,7 +291,7 @@ fn bad_input_is_a_typed_error() {
         Err(DivisibleError::UnknownBalancer(_))
     ));
     let mut cl = codelet();
-    let session = Session::start("bad-input", 2);
+    let session = start("bad-input", 2);
     reset_bitmap(100);
     let run = Arc::new(
         DivisibleRun::on_all_workers(100, BalancerSpec::parse("greedy:10").unwrap()).unwrap(),
@@ -360,7 +331,7 @@ fn last_error() -> String {
 #[test]
 fn the_c_api_runs_plb_hac_exactly_once() {
     let mut cl = codelet();
-    let session = Session::start("c-api", -1);
+    let session = start("c-api", -1);
     // SAFETY (whole block): C entry points called as a C application
     // would, with valid strings and pointers; StarPU is initialised.
     unsafe {

@@ -4,8 +4,8 @@
 //! registry but missing from any of them fails here.
 
 use std::ffi::c_void;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{MutexGuard, OnceLock};
 use std::time::Duration;
 
 use plb_core::balance::registry::{self, BalancerSpec};
@@ -18,7 +18,7 @@ use starpu_plb::task_mode::task_mode_counters;
 use starpu_sys as sys;
 
 mod common;
-use common::{Setup, Watchdog, clean_up_after_shutdown, lock_starpu, start_starpu};
+use common::{Session, Setup};
 
 /// Units of the divisible runs and tasks of the task-mode runs.
 const UNITS: usize = 4_000;
@@ -65,40 +65,6 @@ fn codelet() -> Box<sys::starpu_codelet> {
     cl.nbuffers = 0;
     cl.name = c"registry_mark".as_ptr();
     cl
-}
-
-/// StarPU on two CPU workers under `policy`; shut down on drop.
-struct Session {
-    home: std::path::PathBuf,
-    _watchdog: Watchdog,
-    lock: MutexGuard<'static, ()>,
-}
-
-impl Session {
-    fn start(policy: &'static str) -> Session {
-        let lock = lock_starpu();
-        let watchdog = Watchdog::arm("registry", Duration::from_secs(120));
-        let setup = Setup {
-            ncpus: 2,
-            nopencl: 0,
-            opencl_on_cpus: false,
-            policy,
-        };
-        let home = start_starpu(&lock, "plb-registry", policy, setup);
-        Session {
-            home,
-            _watchdog: watchdog,
-            lock,
-        }
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        // SAFETY: initialised by `start`, shut down once.
-        unsafe { sys::starpu_shutdown() };
-        clean_up_after_shutdown(&self.lock, &self.home);
-    }
 }
 
 /// Submits one task of `cl` for units `[offset, offset + len)`, pinned to
@@ -148,7 +114,13 @@ fn divisible(name: &str, cl: &mut sys::starpu_codelet) {
 fn task_mode(name: &'static str) {
     let mut cl = codelet();
     reset();
-    let session = Session::start(name);
+    let setup = Setup {
+        ncpus: 2,
+        nopencl: 0,
+        opencl_on_cpus: false,
+        policy: name,
+    };
+    let session = Session::start("plb-registry", name, Duration::from_secs(120), setup);
     let before = task_mode_counters();
     for i in 0..TASKS {
         // SAFETY: StarPU is running; the codelet outlives the session.
@@ -160,8 +132,7 @@ fn task_mode(name: &'static str) {
             assert_eq!(sys::starpu_task_submit(task), 0, "starpu_task_submit");
         }
     }
-    // SAFETY: StarPU is initialised; application thread.
-    assert_eq!(unsafe { sys::starpu_task_wait_for_all() }, 0);
+    session.wait_for_all();
     let after = task_mode_counters();
     assert_eq!(not_once(TASKS), vec![], "{name}: task-mode coverage");
     if !catalog::find(name).expect("a policy").is_central_fifo() {
@@ -172,7 +143,7 @@ fn task_mode(name: &'static str) {
     }
     // Divisible runs under the same policy.
     divisible(name, &mut cl);
-    drop(session);
+    session.finish();
 }
 
 #[test]

@@ -9,19 +9,17 @@
 //! and arm a watchdog that aborts on a deadlock.
 
 use std::ffi::{CStr, c_int, c_void};
-use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{MutexGuard, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use plb_core::taskmode::TaskModeCounters;
-use starpu_plb::diagnostics::abandoned_tasks;
 use starpu_plb::task_mode::task_mode_counters;
 use starpu_sys as sys;
 
 mod common;
-use common::{Setup, Watchdog, clean_up_after_shutdown, lock_starpu, start_starpu};
+use common::{Session, Setup};
 
 const WATCHDOG_LIMIT: Duration = Duration::from_secs(120);
 
@@ -33,57 +31,15 @@ const TASK_US: u64 = 150;
 const CHAINS: usize = 100;
 const CHAIN_LEN: usize = 10;
 
-/// StarPU initialised with `policy` on two CPU workers; shut down on drop.
-struct Session {
-    home: PathBuf,
-    running: bool,
-    _watchdog: Watchdog,
-    _lock: MutexGuard<'static, ()>,
-}
-
-impl Session {
-    fn start(policy: &'static str) -> Session {
-        let lock = lock_starpu();
-        let watchdog = Watchdog::arm("task_mode", WATCHDOG_LIMIT);
-        let setup = Setup {
-            ncpus: 2,
-            nopencl: 0,
-            opencl_on_cpus: false,
-            policy,
-        };
-        let home = start_starpu(&lock, "plb-task-mode", policy, setup);
-        Session {
-            home,
-            running: true,
-            _watchdog: watchdog,
-            _lock: lock,
-        }
-    }
-
-    fn wait_for_all(&self) {
-        // SAFETY: StarPU is initialised; application thread.
-        assert_eq!(unsafe { sys::starpu_task_wait_for_all() }, 0);
-    }
-
-    /// Shuts StarPU down; asserts no task was left queued.
-    fn finish(mut self) {
-        self.running = false;
-        let before = abandoned_tasks();
-        // SAFETY: initialised by `start`, shut down once.
-        unsafe { sys::starpu_shutdown() };
-        let left = abandoned_tasks() - before;
-        assert_eq!(left, 0, "{left} task(s) were still queued at shutdown");
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        if self.running {
-            // SAFETY: initialised by `start`, shut down once.
-            unsafe { sys::starpu_shutdown() };
-        }
-        clean_up_after_shutdown(&self._lock, &self.home);
-    }
+/// StarPU with `policy` on two CPU workers.
+fn start(policy: &'static str) -> Session {
+    let setup = Setup {
+        ncpus: 2,
+        nopencl: 0,
+        opencl_on_cpus: false,
+        policy,
+    };
+    Session::start("plb-task-mode", policy, WATCHDOG_LIMIT, setup)
 }
 
 fn current_worker() -> c_int {
@@ -297,7 +253,7 @@ fn scenario(policy: &'static str) -> (u64, u64) {
     let mut cl = codelet(c"plb_task_mode_spin", spin_kernel);
     let mut cl_a = codelet(c"plb_task_mode_chain_a", chain_kernel);
     let mut cl_b = codelet(c"plb_task_mode_chain_b", chain_kernel);
-    let session = Session::start(policy);
+    let session = start(policy);
     let t0 = Instant::now();
     let (fast, slow, paused) = run_batch(&session, &mut *cl, true);
     let t_paused = t0.elapsed();

@@ -11,6 +11,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use starpu_plb::diagnostics::abandoned_tasks;
 use starpu_plb::starpu::policy_by_name;
 use starpu_sys as sys;
 
@@ -146,4 +147,77 @@ pub fn clean_up_after_shutdown(_lock: &MutexGuard<'static, ()>, home: &PathBuf) 
         std::env::remove_var("STARPU_OPENCL_ON_CPUS");
     }
     let _ = std::fs::remove_dir_all(home);
+}
+
+/// StarPU started by [`start_starpu`] for one test, under the process-wide
+/// lock and a watchdog; shut down on drop (also when the test panics, so
+/// the next test can initialise it again). Not every test binary uses it.
+#[allow(dead_code)]
+pub struct Session {
+    name: &'static str,
+    home: PathBuf,
+    started: std::time::Instant,
+    running: bool,
+    // Dropped after `Drop::drop` has shut StarPU down, in this order.
+    _watchdog: Watchdog,
+    lock: MutexGuard<'static, ()>,
+}
+
+#[allow(dead_code)]
+impl Session {
+    /// Starts StarPU with `setup` in a private `STARPU_HOME` named after
+    /// `prefix` and `name`; the watchdog aborts after `limit`.
+    pub fn start(prefix: &str, name: &'static str, limit: Duration, setup: Setup) -> Session {
+        let lock = lock_starpu();
+        let watchdog = Watchdog::arm(name, limit);
+        let started = std::time::Instant::now();
+        let home = start_starpu(&lock, prefix, name, setup);
+        Session {
+            name,
+            home,
+            started,
+            running: true,
+            _watchdog: watchdog,
+            lock,
+        }
+    }
+
+    /// Waits for every submitted task; asserts StarPU reports success.
+    pub fn wait_for_all(&self) {
+        // SAFETY: StarPU is initialised; called from an application thread.
+        let rc = unsafe { sys::starpu_task_wait_for_all() };
+        assert_eq!(rc, 0, "starpu_task_wait_for_all failed ({rc})");
+    }
+
+    /// Shuts StarPU down; returns how many tasks the policy reported
+    /// abandoned (still queued) while its contexts were deinitialised.
+    pub fn shutdown(&mut self) -> u64 {
+        if !self.running {
+            return 0;
+        }
+        self.running = false;
+        let before = abandoned_tasks();
+        // SAFETY: initialised by `start`, shut down exactly once.
+        unsafe { sys::starpu_shutdown() };
+        eprintln!(
+            "{}: {:?} from starpu_init to the end of starpu_shutdown",
+            self.name,
+            self.started.elapsed()
+        );
+        abandoned_tasks() - before
+    }
+
+    /// Shuts down and asserts that no task was left queued.
+    pub fn finish(mut self) {
+        let left = self.shutdown();
+        assert_eq!(left, 0, "{left} task(s) were still queued at shutdown");
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.shutdown();
+        // The guard field drops after this body: still under the lock.
+        clean_up_after_shutdown(&self.lock, &self.home);
+    }
 }
