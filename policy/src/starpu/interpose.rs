@@ -3,16 +3,28 @@
 //! * StarPU 1.4: `STARPU_SCHED_LIB=libstarpu_plb.so` makes StarPU call
 //!   [`starpu_get_sched_lib_policy`] / [`starpu_get_sched_lib_policies`].
 //! * StarPU 1.3 has no such hook, so the library is `LD_PRELOAD`ed and
-//!   interposes `starpu_initialize` (which `starpu_init`, starpu-mpi,
-//!   starpurm and OpenMP all reach through the PLT). When `STARPU_SCHED`
-//!   names one of our policies, the call is forwarded with a copy of the
-//!   caller's configuration whose `sched_policy` is ours; `STARPU_SCHED` is
-//!   hidden during the call so StarPU neither overrides the choice nor warns
-//!   about an unknown name. Anything else passes through untouched.
+//!   interposes two of libstarpu's functions, both reached through its PLT:
+//!   - `_starpu_select_sched_policy(config, name)`, StarPU's one place that
+//!     turns a policy name (`STARPU_SCHED`, `conf.sched_policy_name` or a
+//!     context's `STARPU_SCHED_CTX_POLICY_NAME`) into a policy: a name of
+//!     ours returns our struct before StarPU's own lookup runs (which would
+//!     warn "scheduling policy ... was not found"); anything else is
+//!     forwarded.
+//!   - `starpu_initialize` (which `starpu_init`, starpu-mpi, starpurm and
+//!     OpenMP all reach): validates the `PLB_*` settings and, when
+//!     `STARPU_SCHED` names one of our policies, also forwards a copy of the
+//!     caller's configuration whose `sched_policy` is ours, so that StarPU
+//!     runs our policy even where the first interposition is not reached.
+//!
+//!   The environment is only read, never written: StarPU reads
+//!   `STARPU_SCHED` again at every `starpu_initialize`, so a second
+//!   initialisation in the same process gets the same policy.
+//!   `docs/architecture.md` ("How StarPU loads the library") has the
+//!   details of StarPU 1.3's lookup.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::mem::MaybeUninit;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use starpu_sys as sys;
 
@@ -37,9 +49,6 @@ fn real_initialize() -> Option<InitializeFn> {
     // SAFETY: the symbol is StarPU's starpu_initialize, of this type.
     Some(unsafe { std::mem::transmute::<usize, InitializeFn>(addr) })
 }
-
-/// Serialises concurrent `starpu_initialize` calls while `STARPU_SCHED` is hidden.
-static INIT_LOCK: Mutex<()> = Mutex::new(());
 
 /// Which of our policies `STARPU_SCHED` selects, if any; prints our list
 /// for `STARPU_SCHED=help` (StarPU then prints its own).
@@ -95,7 +104,6 @@ pub unsafe extern "C" fn starpu_initialize(
         // SAFETY: untouched pass-through of the caller's arguments.
         return super::emulate::after_init(unsafe { real(conf, argc, argv) });
     };
-    let _serial = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let mut ours = MaybeUninit::<sys::starpu_conf>::zeroed();
     // SAFETY: copies the caller's conf when given (StarPU copies it too),
     // else fills a fresh one; both leave `ours` initialised.
@@ -110,14 +118,70 @@ pub unsafe extern "C" fn starpu_initialize(
     ours.sched_policy = policy;
     ours.sched_policy_name = std::ptr::null();
     log::info!("installing plb policy {name} through starpu_initialize");
-    // SAFETY: environment changes are serialised by INIT_LOCK; StarPU reads
-    // STARPU_SCHED only during initialisation.
-    unsafe { std::env::remove_var("STARPU_SCHED") };
     // SAFETY: forwards to StarPU with a valid conf and the caller's argv.
+    // StarPU finds `STARPU_SCHED` (unchanged) through our
+    // `_starpu_select_sched_policy`; the conf's `sched_policy` is the
+    // fallback it uses when a name lookup fails.
     let ret = unsafe { real(&mut ours, argc, argv) };
-    // SAFETY: as above.
-    unsafe { std::env::set_var("STARPU_SCHED", &name) };
     super::emulate::after_init(ret)
+}
+
+#[cfg(starpu_1_3)]
+type SelectFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut sys::starpu_sched_policy;
+
+/// Interposed internal function of StarPU 1.3 (exported by Debian's
+/// libstarpu and called through its PLT): `struct starpu_sched_policy
+/// *_starpu_select_sched_policy(struct _starpu_machine_config *config,
+/// const char *required_policy)`. Called by `starpu_initialize` with the
+/// configuration's `sched_policy_name` (which StarPU sets from
+/// `STARPU_SCHED`) and by `starpu_sched_ctx_create` with a context's
+/// policy name. Our names return our struct; StarPU's lookup, which only
+/// knows its built-in list and warns about any other name, is not run for
+/// them.
+///
+/// # Safety
+/// Same contract as StarPU's function: `required_policy` is NULL or a
+/// NUL-terminated string; `config` is passed through untouched.
+#[cfg(starpu_1_3)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _starpu_select_sched_policy(
+    config: *mut c_void,
+    required_policy: *const c_char,
+) -> *mut sys::starpu_sched_policy {
+    let ours = ffi_guard("_starpu_select_sched_policy", None, || {
+        if required_policy.is_null() {
+            return None;
+        }
+        // SAFETY: NULL was excluded; StarPU passes a NUL-terminated name.
+        let name = unsafe { CStr::from_ptr(required_policy) };
+        name.to_str().ok().and_then(policy_by_name)
+    });
+    if let Some(p) = ours {
+        return p;
+    }
+    match ffi_guard("_starpu_select_sched_policy", None, real_select) {
+        // SAFETY: StarPU's function, with the caller's arguments.
+        Some(real) => unsafe { real(config, required_policy) },
+        None => missing_real("_starpu_select_sched_policy"),
+    }
+}
+
+#[cfg(starpu_1_3)]
+fn real_select() -> Option<SelectFn> {
+    static REAL: OnceLock<Option<usize>> = OnceLock::new();
+    let addr =
+        (*REAL.get_or_init(|| next_symbol(c"_starpu_select_sched_policy").map(|p| p as usize)))?;
+    // SAFETY: the symbol is StarPU 1.3's _starpu_select_sched_policy, of
+    // this type.
+    Some(unsafe { std::mem::transmute::<usize, SelectFn>(addr) })
+}
+
+/// StarPU cannot go on without the function it called: say so and stop
+/// (it would dereference the NULL policy otherwise).
+#[cfg(starpu_1_3)]
+fn missing_real(symbol: &str) -> ! {
+    eprintln!("plb: error: StarPU's {symbol} was not found (is libstarpu loaded?); aborting");
+    std::process::abort()
 }
 
 /// Interposed so that code iterating StarPU's known policies sees ours too.
