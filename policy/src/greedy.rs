@@ -42,10 +42,13 @@ impl SchedPolicy for Greedy {
             .admit(&mut relaxed_lock(&self.state).workers, workers);
     }
 
-    fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
+    /// Nothing to wake: the central FIFO is shared, so a worker leaving
+    /// gives the others no task they could not already take.
+    fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) -> Vec<WorkerId> {
         relaxed_lock(&self.state)
             .workers
             .retain(|w| !workers.contains(w));
+        Vec::new()
     }
 
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {

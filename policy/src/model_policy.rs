@@ -625,16 +625,18 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
             .admit(&mut relaxed_lock(&self.state).workers, workers);
     }
 
-    fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
+    fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) -> Vec<WorkerId> {
         let mut st = relaxed_lock(&self.state);
         st.workers.retain(|w| !workers.contains(w));
         // Epochs on a leaving worker are dissolved into the fallback
         // queues (placed on the remaining workers).
         self.dissolve_epochs(&mut st, Some(workers));
+        let remaining = st.workers.clone();
         drop(st);
         // The remaining workers look again: they may steal what the
         // removed ones left queued.
         self.idle.clear_all();
+        remaining
     }
 
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
@@ -777,10 +779,10 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
         }
     }
 
-    fn post_exec(&self, _ctx: SchedCtx, task: TaskRef<'_>, worker: WorkerId) {
+    fn post_exec(&self, _ctx: SchedCtx, task: TaskRef<'_>, worker: WorkerId) -> Vec<WorkerId> {
         let end = now_us();
         let Some(e) = relaxed_lock(&self.inflight).remove(&task.addr()) else {
-            return;
+            return Vec::new();
         };
         let seconds = e
             .start_us
@@ -792,9 +794,18 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
             self.fit_ns
                 .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
-        let Some(ticket) = e.ticket else { return };
+        let Some(ticket) = e.ticket else {
+            return Vec::new();
+        };
         let seconds = seconds.unwrap_or(0.0);
         let mut st = relaxed_lock(&self.state);
+        // Idle workers whose flag the progress below clears are woken.
+        let idle_before: Vec<WorkerId> = st
+            .workers
+            .iter()
+            .copied()
+            .filter(|&w| self.is_idle(w))
+            .collect();
         if seconds > st.longest_task_s {
             st.longest_task_s = seconds;
         }
@@ -812,6 +823,12 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
             self.settle_epochs(&mut st);
         }
         self.queued.store(st.total, Ordering::Release);
+        let wake = idle_before
+            .into_iter()
+            .filter(|&w| !self.is_idle(w))
+            .collect();
+        drop(st);
+        wake
     }
 
     fn predicted_s(&self, task: TaskRef<'_>, _worker: WorkerId) -> Option<f64> {

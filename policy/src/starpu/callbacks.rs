@@ -128,9 +128,7 @@ pub(crate) unsafe extern "C" fn push_task<P: SchedPolicy>(task: *mut sys::starpu
             }
         }
     });
-    ffi_guard("push_task (wake)", (), || {
-        to_wake.into_iter().for_each(wake_worker)
-    });
+    wake_all("push_task (wake)", to_wake);
     0
 }
 
@@ -174,36 +172,46 @@ pub(crate) unsafe extern "C" fn post_exec_hook<P: SchedPolicy>(
     task: *mut sys::starpu_task,
     ctx: c_uint,
 ) {
-    ffi_guard("post_exec_hook", (), || {
+    let to_wake = ffi_guard("post_exec_hook", Vec::new(), || {
         // SAFETY: StarPU routes this context to this policy.
         let Some(inst) = (unsafe { instance::<P>(ctx) }) else {
-            return;
+            return Vec::new();
         };
         inst.stats.note_executed();
         let end = std::time::Instant::now();
         let start = TASK_START.with(|c| c.take());
-        if let (Some(raw), Some(worker)) = (NonNull::new(task), WorkerId::current()) {
-            // SAFETY: the task is live for the hook's duration.
-            let task = unsafe { TaskRef::from_raw(raw) };
-            let busy_s = start.map_or(0.0, |s| end.duration_since(s).as_secs_f64());
-            let units = if inst.observe { task.work_units() } else { 0.0 };
-            inst.stats.note_run(worker.index(), busy_s, units);
-            if let (Some(t), Some(s)) = (inst.trace, start) {
-                let predicted_s = inst.policy.predicted_s(task, worker);
-                t.write(&Row {
-                    kind: "task",
-                    source: P::NAME,
-                    worker: i64::from(worker.0),
-                    start_s: t.since_open(s),
-                    end_s: t.since_open(end),
-                    units,
-                    predicted_s,
-                    detail: &task.name(),
-                });
-            }
-            inst.policy.post_exec(SchedCtx(ctx), task, worker);
+        let (Some(raw), Some(worker)) = (NonNull::new(task), WorkerId::current()) else {
+            return Vec::new();
+        };
+        // SAFETY: the task is live for the hook's duration.
+        let task = unsafe { TaskRef::from_raw(raw) };
+        let busy_s = start.map_or(0.0, |s| end.duration_since(s).as_secs_f64());
+        let units = if inst.observe { task.work_units() } else { 0.0 };
+        inst.stats.note_run(worker.index(), busy_s, units);
+        if let (Some(t), Some(s)) = (inst.trace, start) {
+            let predicted_s = inst.policy.predicted_s(task, worker);
+            t.write(&Row {
+                kind: "task",
+                source: P::NAME,
+                worker: i64::from(worker.0),
+                start_s: t.since_open(s),
+                end_s: t.since_open(end),
+                units,
+                predicted_s,
+                detail: &task.name(),
+            });
         }
-    })
+        inst.policy.post_exec(SchedCtx(ctx), task, worker)
+    });
+    wake_all("post_exec_hook (wake)", to_wake);
+}
+
+/// Wakes `workers` (a policy's wake list), outside the policy's locks.
+fn wake_all(what: &str, workers: Vec<WorkerId>) {
+    if workers.is_empty() {
+        return;
+    }
+    ffi_guard(what, (), || workers.into_iter().for_each(wake_worker));
 }
 
 /// Converts StarPU's worker array argument.
@@ -243,12 +251,17 @@ pub(crate) unsafe extern "C" fn remove_workers<P: SchedPolicy>(
     ids: *mut i32,
     n: c_uint,
 ) {
-    ffi_guard("remove_workers", (), || {
+    let to_wake = ffi_guard("remove_workers", Vec::new(), || {
         // SAFETY: StarPU passes an array of `n` worker ids.
         let workers = unsafe { worker_slice(ids, n) };
         // SAFETY: StarPU routes this context to this policy.
-        if let Some(inst) = unsafe { instance::<P>(ctx) } {
-            inst.policy.remove_workers(SchedCtx(ctx), &workers);
-        }
-    })
+        let Some(inst) = (unsafe { instance::<P>(ctx) }) else {
+            return Vec::new();
+        };
+        let mut wake = inst.policy.remove_workers(SchedCtx(ctx), &workers);
+        // Workers that left need not look at this context again.
+        wake.retain(|w| !workers.contains(w));
+        wake
+    });
+    wake_all("remove_workers (wake)", to_wake);
 }

@@ -43,8 +43,13 @@ pub trait SchedPolicy: Send + Sync + 'static {
     /// Workers joined the context.
     fn add_workers(&self, _ctx: SchedCtx, _workers: &[WorkerId]) {}
 
-    /// Workers left the context.
-    fn remove_workers(&self, _ctx: SchedCtx, _workers: &[WorkerId]) {}
+    /// Workers left the context. Returns the remaining workers to wake
+    /// because the change may have given them work (e.g. tasks queued for
+    /// the workers that left); the adapter wakes them after the policy has
+    /// released every lock, as for [`SchedPolicy::push`].
+    fn remove_workers(&self, _ctx: SchedCtx, _workers: &[WorkerId]) -> Vec<WorkerId> {
+        Vec::new()
+    }
 
     /// A task became ready. The policy queues it (calling
     /// [`Task::announce_pushed`] while the task cannot yet be taken) and
@@ -59,8 +64,14 @@ pub trait SchedPolicy: Send + Sync + 'static {
     /// A task is about to start on `worker`.
     fn pre_exec(&self, _ctx: SchedCtx, _task: TaskRef<'_>, _worker: WorkerId) {}
 
-    /// A task has finished on `worker` (not called for StarPU-internal tasks).
-    fn post_exec(&self, _ctx: SchedCtx, _task: TaskRef<'_>, _worker: WorkerId) {}
+    /// A task has finished on `worker` (not called for StarPU-internal
+    /// tasks). Returns the workers to wake because the completion made work
+    /// available to them (e.g. an epoch progressed); with blocking drivers a
+    /// sleeping worker only looks again when woken. Woken by the adapter
+    /// after every lock is released, as for [`SchedPolicy::push`].
+    fn post_exec(&self, _ctx: SchedCtx, _task: TaskRef<'_>, _worker: WorkerId) -> Vec<WorkerId> {
+        Vec::new()
+    }
 
     /// Takes every task still queued (called at deinit; normally none).
     fn drain(&self) -> Vec<Task>;
