@@ -789,10 +789,10 @@ impl<K: Flavour> SchedPolicy for ModelPolicy<K> {
             .map(|start| (end - start) / 1e6)
             .filter(|s| s.is_finite() && *s > 0.0);
         if let Some(seconds) = seconds {
-            let t0 = std::time::Instant::now();
+            let t0 = now_us();
             relaxed_lock(&self.models).record(worker.index(), e.codelet, e.units, seconds);
             self.fit_ns
-                .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                .fetch_add(((now_us() - t0).max(0.0) * 1e3) as u64, Ordering::Relaxed);
         }
         let Some(ticket) = e.ticket else {
             return Vec::new();

@@ -10,26 +10,21 @@ use std::ptr::{self, NonNull};
 use starpu_sys as sys;
 
 use super::SchedPolicy;
-use super::ctx::{SchedCtx, WorkerId, wake_worker};
+use super::ctx::{SchedCtx, WorkerId, now_us, wake_worker};
 use super::guard::ffi_guard;
 use super::task::{Task, TaskRef};
-use crate::stats::{ContextStats, summary_requested};
+use crate::stats::{ContextStats, StartTimes, summary_requested};
 use crate::trace::{Row, Trace};
 
 /// What the adapter keeps per scheduling context.
 pub(crate) struct Instance<P> {
     policy: P,
     stats: ContextStats,
+    /// Start of each executing task (pre_exec to post_exec).
+    starts: StartTimes,
     /// `PLB_SUMMARY` or `PLB_TRACE` asks for task sizes.
     observe: bool,
     trace: Option<&'static Trace>,
-}
-
-thread_local! {
-    /// Start of the task the calling worker is executing (pre_exec to
-    /// post_exec run on the same worker thread, one task at a time).
-    static TASK_START: std::cell::Cell<Option<std::time::Instant>> =
-        const { std::cell::Cell::new(None) };
 }
 
 /// The instance of context `ctx`, if `init_sched` succeeded.
@@ -57,7 +52,8 @@ pub(crate) unsafe extern "C" fn init_sched<P: SchedPolicy>(ctx: c_uint) {
         let trace = crate::trace::current();
         let instance = Box::new(Instance {
             policy: P::new(SchedCtx(ctx)),
-            stats: ContextStats::new(WorkerId::max_workers()),
+            stats: ContextStats::new(WorkerId::max_workers(), now_us()),
+            starts: StartTimes::default(),
             observe: trace.is_some() || summary_requested(),
             trace,
         });
@@ -94,7 +90,7 @@ pub(crate) unsafe extern "C" fn deinit_sched<P: SchedPolicy>(ctx: c_uint) {
             let figures = instance.policy.model_figures();
             for line in instance
                 .stats
-                .summary_lines(P::NAME, ctx, left.len(), figures)
+                .summary_lines(P::NAME, ctx, left.len(), figures, now_us())
             {
                 eprintln!("{line}");
             }
@@ -159,9 +155,9 @@ pub(crate) unsafe extern "C" fn pre_exec_hook<P: SchedPolicy>(
         let (Some(raw), Some(worker)) = (NonNull::new(task), WorkerId::current()) else {
             return;
         };
-        TASK_START.with(|c| c.set(Some(std::time::Instant::now())));
         // SAFETY: StarPU's context and a live task for the hook's duration.
         if let Some(inst) = unsafe { instance::<P>(ctx) } {
+            inst.starts.start(raw.as_ptr() as usize, now_us());
             inst.policy
                 .pre_exec(SchedCtx(ctx), unsafe { TaskRef::from_raw(raw) }, worker);
         }
@@ -178,14 +174,17 @@ pub(crate) unsafe extern "C" fn post_exec_hook<P: SchedPolicy>(
             return Vec::new();
         };
         inst.stats.note_executed();
-        let end = std::time::Instant::now();
-        let start = TASK_START.with(|c| c.take());
-        let (Some(raw), Some(worker)) = (NonNull::new(task), WorkerId::current()) else {
+        let end = now_us();
+        let Some(raw) = NonNull::new(task) else {
+            return Vec::new();
+        };
+        let start = inst.starts.finish(raw.as_ptr() as usize);
+        let Some(worker) = WorkerId::current() else {
             return Vec::new();
         };
         // SAFETY: the task is live for the hook's duration.
         let task = unsafe { TaskRef::from_raw(raw) };
-        let busy_s = start.map_or(0.0, |s| end.duration_since(s).as_secs_f64());
+        let busy_s = start.map_or(0.0, |s| ((end - s) / 1e6).max(0.0));
         let units = if inst.observe { task.work_units() } else { 0.0 };
         inst.stats.note_run(worker.index(), busy_s, units);
         if let (Some(t), Some(s)) = (inst.trace, start) {
@@ -194,8 +193,8 @@ pub(crate) unsafe extern "C" fn post_exec_hook<P: SchedPolicy>(
                 kind: "task",
                 source: P::NAME,
                 worker: i64::from(worker.0),
-                start_s: t.since_open(s),
-                end_s: t.since_open(end),
+                start_s: s / 1e6,
+                end_s: end / 1e6,
                 units,
                 predicted_s,
                 detail: &task.name(),

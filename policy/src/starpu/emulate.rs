@@ -35,10 +35,11 @@ use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_ulong, c_void};
 use std::mem::{MaybeUninit, offset_of, size_of};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use starpu_sys as sys;
 
+use super::ctx::now_us;
 use super::guard::ffi_guard;
 use crate::emulation::{Emulation, Workers};
 
@@ -61,7 +62,8 @@ type SubmitCtxFn = unsafe extern "C" fn(*mut sys::starpu_task, c_uint) -> c_int;
 /// The emulation in force since the last successful `starpu_initialize`.
 struct Active {
     spec: Emulation,
-    t0: Instant,
+    /// StarPU clock (`starpu_timing_now`, µs) when the emulation started.
+    t0_us: f64,
 }
 
 static ACTIVE: RwLock<Option<Arc<Active>>> = RwLock::new(None);
@@ -158,7 +160,7 @@ pub(crate) fn after_init(ret: c_int) -> c_int {
         let act = pending.map(|spec| {
             Arc::new(Active {
                 spec,
-                t0: Instant::now(),
+                t0_us: now_us(),
             })
         });
         if let Some(a) = &act {
@@ -211,9 +213,15 @@ fn worker_name(id: c_uint) -> String {
     }
 }
 
-/// The busy-wait for a task body that started at `start` and ran for
-/// `elapsed` on the calling worker, under the active emulation.
-fn extra_for_current_worker(start: Instant, elapsed: Duration) -> Duration {
+/// Microseconds as a duration (0 for negative or NaN).
+fn us(d: f64) -> Duration {
+    Duration::try_from_secs_f64(d / 1e6).unwrap_or(Duration::ZERO)
+}
+
+/// The busy-wait for a task body that started at `start_us` (StarPU
+/// clock) and ran for `elapsed` on the calling worker, under the active
+/// emulation.
+fn extra_for_current_worker(start_us: f64, elapsed: Duration) -> Duration {
     let Some(a) = active() else {
         return Duration::ZERO;
     };
@@ -222,16 +230,16 @@ fn extra_for_current_worker(start: Instant, elapsed: Duration) -> Duration {
     let Ok(id) = u32::try_from(id) else {
         return Duration::ZERO;
     };
-    a.spec
-        .extra(id, start.saturating_duration_since(a.t0), elapsed)
+    a.spec.extra(id, us(start_us - a.t0_us), elapsed)
 }
 
+/// Busy-waits `d` on StarPU's clock.
 fn spin_for(d: Duration) {
     if d.is_zero() {
         return;
     }
-    let until = Instant::now() + d;
-    while Instant::now() < until {
+    let until = now_us() + d.as_secs_f64() * 1e6;
+    while now_us() < until {
         std::hint::spin_loop();
     }
 }
@@ -243,10 +251,8 @@ fn spin_for(d: Duration) {
 /// trampoline around the same task then adds nothing.
 pub fn emulate_after(elapsed_s: f64) -> f64 {
     let elapsed = Duration::try_from_secs_f64(elapsed_s).unwrap_or(Duration::ZERO);
-    let start = Instant::now()
-        .checked_sub(elapsed)
-        .unwrap_or_else(Instant::now);
-    let extra = extra_for_current_worker(start, elapsed);
+    let start_us = now_us() - elapsed.as_secs_f64() * 1e6;
+    let extra = extra_for_current_worker(start_us, elapsed);
     SELF_EMULATED.with(|c| c.set(true));
     spin_for(extra);
     extra.as_secs_f64()
@@ -283,14 +289,14 @@ unsafe extern "C" fn trampoline<const KIND: usize, const IDX: usize>(
         std::process::abort();
     };
     SELF_EMULATED.with(|c| c.set(false));
-    let start = Instant::now();
+    let start_us = now_us();
     // SAFETY: the application's implementation, called with the arguments
     // StarPU gave us.
     unsafe { original(buffers, cl_arg) };
-    let elapsed = start.elapsed();
+    let elapsed = us(now_us() - start_us);
     if !SELF_EMULATED.with(|c| c.replace(false)) {
         ffi_guard("emulation trampoline", (), || {
-            spin_for(extra_for_current_worker(start, elapsed));
+            spin_for(extra_for_current_worker(start_us, elapsed));
         });
     }
 }
