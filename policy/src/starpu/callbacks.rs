@@ -104,10 +104,11 @@ pub(crate) unsafe extern "C" fn deinit_sched<P: SchedPolicy>(ctx: c_uint) {
 }
 
 pub(crate) unsafe extern "C" fn push_task<P: SchedPolicy>(task: *mut sys::starpu_task) -> i32 {
-    let Some(raw) = NonNull::new(task) else {
-        return -libc::EINVAL;
-    };
-    let to_wake = ffi_guard("push_task", Vec::new(), || {
+    // A panic after the token exists drops it, which rescues the task.
+    let pushed = ffi_guard("push_task", Ok(Vec::new()), || {
+        let Some(raw) = NonNull::new(task) else {
+            return Err(-libc::EINVAL);
+        };
         // SAFETY: StarPU passes a live task it hands to the policy.
         let token = unsafe { Task::from_raw(raw) };
         let ctx = token.sched_ctx();
@@ -115,17 +116,22 @@ pub(crate) unsafe extern "C" fn push_task<P: SchedPolicy>(task: *mut sys::starpu
         match unsafe { instance::<P>(ctx.0) } {
             Some(inst) => {
                 inst.stats.note_pushed();
-                inst.policy.push(ctx, token)
+                Ok(inst.policy.push(ctx, token))
             }
             None => {
                 log::error!("push_task on context {} without policy state", ctx.0);
                 drop(token); // Drop rescues it onto a capable worker.
-                Vec::new()
+                Ok(Vec::new())
             }
         }
     });
-    wake_all("push_task (wake)", to_wake);
-    0
+    match pushed {
+        Ok(to_wake) => {
+            wake_all("push_task (wake)", to_wake);
+            0
+        }
+        Err(code) => code,
+    }
 }
 
 pub(crate) unsafe extern "C" fn pop_task<P: SchedPolicy>(ctx: c_uint) -> *mut sys::starpu_task {

@@ -270,35 +270,39 @@ unsafe extern "C" fn trampoline<const KIND: usize, const IDX: usize>(
     buffers: *mut *mut c_void,
     cl_arg: *mut c_void,
 ) {
-    // SAFETY: a trampoline only runs as a codelet implementation, on a
-    // StarPU worker executing a task.
-    let task = unsafe { sys::starpu_task_get_current() };
-    let original = ffi_guard("emulation trampoline", None, || {
-        if task.is_null() {
-            return None;
-        }
-        // SAFETY: the current task is valid while it executes.
-        let cl = unsafe { (*task).cl } as usize;
-        read(&REGISTRY).as_ref()?.by_copy.get(&cl)?[KIND][IDX]
-    });
-    let Some(original) = original else {
-        eprintln!(
-            "plb: error: {ENV} trampoline ({} implementation {IDX}) cannot find the original codelet function; aborting",
-            KINDS[KIND]
-        );
-        std::process::abort();
-    };
-    SELF_EMULATED.with(|c| c.set(false));
-    let start_us = now_us();
-    // SAFETY: the application's implementation, called with the arguments
-    // StarPU gave us.
-    unsafe { original(buffers, cl_arg) };
-    let elapsed = us(now_us() - start_us);
-    if !SELF_EMULATED.with(|c| c.replace(false)) {
-        ffi_guard("emulation trampoline", (), || {
+    ffi_guard("emulation trampoline", (), || {
+        // SAFETY: a trampoline only runs as a codelet implementation, on a
+        // StarPU worker executing a task; the current task is valid while
+        // it executes.
+        let original = unsafe {
+            let task = sys::starpu_task_get_current();
+            if task.is_null() {
+                None
+            } else {
+                let cl = (*task).cl as usize;
+                read(&REGISTRY)
+                    .as_ref()
+                    .and_then(|r| r.by_copy.get(&cl))
+                    .and_then(|o| o[KIND][IDX])
+            }
+        };
+        let Some(original) = original else {
+            eprintln!(
+                "plb: error: {ENV} trampoline ({} implementation {IDX}) cannot find the original codelet function; aborting",
+                KINDS[KIND]
+            );
+            std::process::abort();
+        };
+        SELF_EMULATED.with(|c| c.set(false));
+        let start_us = now_us();
+        // SAFETY: the application's implementation, called with the
+        // arguments StarPU gave us.
+        unsafe { original(buffers, cl_arg) };
+        let elapsed = us(now_us() - start_us);
+        if !SELF_EMULATED.with(|c| c.replace(false)) {
             spin_for(extra_for_current_worker(start_us, elapsed));
-        });
-    }
+        }
+    })
 }
 
 const fn row<const KIND: usize>() -> [Kernel; NIMPL] {
@@ -553,15 +557,19 @@ fn real_submit_to_ctx() -> Option<SubmitCtxFn> {
 /// Same contract as StarPU's `starpu_task_submit`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn starpu_task_submit(task: *mut sys::starpu_task) -> c_int {
-    let Some(real) = real_submit() else {
-        eprintln!("plb: error: StarPU's starpu_task_submit was not found (is libstarpu loaded?)");
-        return -libc::ENOSYS;
-    };
-    if let Err(code) = ffi_guard("starpu_task_submit", Ok(()), || prepare(task)) {
-        return code;
-    }
-    // SAFETY: forwards the caller's task.
-    unsafe { real(task) }
+    ffi_guard("starpu_task_submit", -libc::EINVAL, || {
+        let Some(real) = real_submit() else {
+            eprintln!(
+                "plb: error: StarPU's starpu_task_submit was not found (is libstarpu loaded?)"
+            );
+            return -libc::ENOSYS;
+        };
+        if let Err(code) = prepare(task) {
+            return code;
+        }
+        // SAFETY: forwards the caller's task.
+        unsafe { real(task) }
+    })
 }
 
 /// Interposed `starpu_task_submit_to_ctx` (StarPU calls its own
@@ -574,15 +582,17 @@ pub unsafe extern "C" fn starpu_task_submit_to_ctx(
     task: *mut sys::starpu_task,
     sched_ctx_id: c_uint,
 ) -> c_int {
-    let Some(real) = real_submit_to_ctx() else {
-        eprintln!(
-            "plb: error: StarPU's starpu_task_submit_to_ctx was not found (is libstarpu loaded?)"
-        );
-        return -libc::ENOSYS;
-    };
-    if let Err(code) = ffi_guard("starpu_task_submit_to_ctx", Ok(()), || prepare(task)) {
-        return code;
-    }
-    // SAFETY: forwards the caller's arguments.
-    unsafe { real(task, sched_ctx_id) }
+    ffi_guard("starpu_task_submit_to_ctx", -libc::EINVAL, || {
+        let Some(real) = real_submit_to_ctx() else {
+            eprintln!(
+                "plb: error: StarPU's starpu_task_submit_to_ctx was not found (is libstarpu loaded?)"
+            );
+            return -libc::ENOSYS;
+        };
+        if let Err(code) = prepare(task) {
+            return code;
+        }
+        // SAFETY: forwards the caller's arguments.
+        unsafe { real(task, sched_ctx_id) }
+    })
 }

@@ -23,6 +23,8 @@
 //!   details of StarPU 1.3's lookup.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
+#[cfg(starpu_1_3)]
+use std::io::Write;
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
@@ -90,17 +92,34 @@ pub unsafe extern "C" fn starpu_initialize(
     argc: *mut c_int,
     argv: *mut *mut *mut c_char,
 ) -> c_int {
+    // A panic can only come before StarPU's call (which does not unwind)
+    // or from after_init (guarded itself), so -EINVAL means "not started".
+    ffi_guard("starpu_initialize", -libc::EINVAL, || {
+        // SAFETY: the caller's arguments, per the contract.
+        unsafe { initialize(conf, argc, argv) }
+    })
+}
+
+/// The body of [`starpu_initialize`].
+///
+/// # Safety
+/// Same contract as StarPU's `starpu_initialize`.
+unsafe fn initialize(
+    conf: *mut sys::starpu_conf,
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+) -> c_int {
     let Some(real) = real_initialize() else {
         eprintln!("plb: error: StarPU's starpu_initialize was not found (is libstarpu loaded?)");
         return -libc::ENOSYS;
     };
-    if let Err(code) = ffi_guard("starpu_initialize", Err(-libc::EINVAL), check_settings) {
+    if let Err(code) = check_settings() {
         return code;
     }
     if let Err(code) = super::emulate::before_init() {
         return code;
     }
-    let Some((name, policy)) = ffi_guard("starpu_initialize", None, selected_policy) else {
+    let Some((name, policy)) = selected_policy() else {
         // SAFETY: untouched pass-through of the caller's arguments.
         return super::emulate::after_init(unsafe { real(conf, argc, argv) });
     };
@@ -148,21 +167,30 @@ pub unsafe extern "C" fn _starpu_select_sched_policy(
     config: *mut c_void,
     required_policy: *const c_char,
 ) -> *mut sys::starpu_sched_policy {
-    let ours = ffi_guard("_starpu_select_sched_policy", None, || {
-        if required_policy.is_null() {
-            return None;
+    let selected = ffi_guard("_starpu_select_sched_policy", None, || {
+        if !required_policy.is_null() {
+            // SAFETY: not NULL; StarPU passes a NUL-terminated name.
+            let name = unsafe { CStr::from_ptr(required_policy) };
+            if let Some(p) = name.to_str().ok().and_then(policy_by_name) {
+                return Some(p);
+            }
         }
-        // SAFETY: NULL was excluded; StarPU passes a NUL-terminated name.
-        let name = unsafe { CStr::from_ptr(required_policy) };
-        name.to_str().ok().and_then(policy_by_name)
-    });
-    if let Some(p) = ours {
-        return p;
-    }
-    match ffi_guard("_starpu_select_sched_policy", None, real_select) {
         // SAFETY: StarPU's function, with the caller's arguments.
-        Some(real) => unsafe { real(config, required_policy) },
-        None => missing_real("_starpu_select_sched_policy"),
+        real_select().map(|real| unsafe { real(config, required_policy) })
+    });
+    // StarPU's own function never returns NULL (it falls back to `lws`),
+    // and StarPU would dereference it: stop with a message instead.
+    match selected {
+        Some(p) if !p.is_null() => p,
+        _ => {
+            // writeln! on stderr returns errors instead of panicking.
+            let _ = writeln!(
+                std::io::stderr(),
+                "plb: error: no scheduling policy could be selected (StarPU's \
+                 _starpu_select_sched_policy not found, or a panic above); aborting"
+            );
+            std::process::abort()
+        }
     }
 }
 
@@ -174,14 +202,6 @@ fn real_select() -> Option<SelectFn> {
     // SAFETY: the symbol is StarPU 1.3's _starpu_select_sched_policy, of
     // this type.
     Some(unsafe { std::mem::transmute::<usize, SelectFn>(addr) })
-}
-
-/// StarPU cannot go on without the function it called: say so and stop
-/// (it would dereference the NULL policy otherwise).
-#[cfg(starpu_1_3)]
-fn missing_real(symbol: &str) -> ! {
-    eprintln!("plb: error: StarPU's {symbol} was not found (is libstarpu loaded?); aborting");
-    std::process::abort()
 }
 
 /// Interposed so that code iterating StarPU's known policies sees ours too.
@@ -197,32 +217,40 @@ pub unsafe extern "C" fn starpu_sched_get_predefined_policies() -> *mut *mut sys
     // SAFETY: as above.
     unsafe impl Sync for List {}
     static MERGED: OnceLock<List> = OnceLock::new();
-    let merged = MERGED.get_or_init(|| {
-        let mut all = Vec::new();
-        if let Some(f) = next_symbol(c"starpu_sched_get_predefined_policies") {
-            // SAFETY: StarPU's function of this type, returning a
-            // NULL-terminated array of static structs.
+    /// Returned if building the merged list panicked: an empty list (the
+    /// terminating NULL alone; callers only read it).
+    static EMPTY: [usize; 1] = [0];
+    let merged = ffi_guard("starpu_sched_get_predefined_policies", None, || {
+        Some(MERGED.get_or_init(|| {
+            let mut all = Vec::new();
+            if let Some(f) = next_symbol(c"starpu_sched_get_predefined_policies") {
+                // SAFETY: StarPU's function of this type, returning a
+                // NULL-terminated array of static structs.
+                unsafe {
+                    let real: PredefinedFn = std::mem::transmute(f);
+                    let mut p = real();
+                    while !p.is_null() && !(*p).is_null() {
+                        all.push(*p);
+                        p = p.add(1);
+                    }
+                }
+            }
+            // SAFETY: the registry's list is NULL-terminated.
             unsafe {
-                let real: PredefinedFn = std::mem::transmute(f);
-                let mut p = real();
-                while !p.is_null() && !(*p).is_null() {
+                let mut p = null_terminated();
+                while !(*p).is_null() {
                     all.push(*p);
                     p = p.add(1);
                 }
             }
-        }
-        // SAFETY: the registry's list is NULL-terminated.
-        unsafe {
-            let mut p = null_terminated();
-            while !(*p).is_null() {
-                all.push(*p);
-                p = p.add(1);
-            }
-        }
-        all.push(std::ptr::null_mut());
-        List(all)
+            all.push(std::ptr::null_mut());
+            List(all)
+        }))
     });
-    merged.0.as_ptr() as *mut _
+    match merged {
+        Some(list) => list.0.as_ptr() as *mut _,
+        None => EMPTY.as_ptr() as *mut *mut sys::starpu_sched_policy,
+    }
 }
 
 /// StarPU 1.4 `STARPU_SCHED_LIB` entry point: our policy named `name`, or
@@ -234,17 +262,14 @@ pub unsafe extern "C" fn starpu_sched_get_predefined_policies() -> *mut *mut sys
 pub unsafe extern "C" fn starpu_get_sched_lib_policy(
     name: *const c_char,
 ) -> *mut sys::starpu_sched_policy {
-    if name.is_null() {
-        return std::ptr::null_mut();
-    }
-    // SAFETY: non-null NUL-terminated string per the contract.
-    let name = unsafe { CStr::from_ptr(name) }
-        .to_string_lossy()
-        .into_owned();
-    ffi_guard("starpu_get_sched_lib_policy", None, || {
-        policy_by_name(&name)
+    ffi_guard("starpu_get_sched_lib_policy", std::ptr::null_mut(), || {
+        if name.is_null() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: non-null NUL-terminated string per the contract.
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        policy_by_name(&name).unwrap_or(std::ptr::null_mut())
     })
-    .unwrap_or(std::ptr::null_mut())
 }
 
 /// StarPU 1.4 `STARPU_SCHED_LIB` entry point: every policy of this
