@@ -216,6 +216,24 @@ impl StartTimes {
     }
 }
 
+/// Writes `lines` to `out` in one `write_all` of the whole text, each
+/// line ending with `\n`: a line is never split across write calls (and
+/// thus never interleaved with another thread's output on stderr). Errors
+/// are ignored (the summary is diagnostics).
+pub fn write_lines(out: &mut impl std::io::Write, lines: &[String]) {
+    let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let _ = out.write_all(text.as_bytes());
+}
+
+/// Prints summary lines on stderr with [`write_lines`].
+pub fn print_summary(lines: &[String]) {
+    write_lines(&mut std::io::stderr().lock(), lines);
+}
+
 /// Whether `PLB_SUMMARY` asks for the summary line.
 pub fn summary_requested() -> bool {
     std::env::var("PLB_SUMMARY").is_ok_and(|v| !v.is_empty() && v != "0")
@@ -284,5 +302,31 @@ mod tests {
         let last = 3 * StartTimes::CAP - 1;
         assert_eq!(t.finish(last), Some(last as f64));
         assert_eq!(t.finish(0), None);
+    }
+
+    /// Records every `write` call it gets.
+    #[derive(Default)]
+    struct Calls(Vec<Vec<u8>>);
+
+    impl std::io::Write for Calls {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn summary_lines_are_written_in_one_call_with_their_newlines() {
+        let lines = vec![
+            "plb: policy=greedy ctx=0".to_string(),
+            "plb:   worker=0".to_string(),
+        ];
+        let mut out = Calls::default();
+        write_lines(&mut out, &lines);
+        assert_eq!(out.0.len(), 1);
+        assert_eq!(out.0[0], b"plb: policy=greedy ctx=0\nplb:   worker=0\n");
     }
 }

@@ -88,12 +88,13 @@ pub(crate) unsafe extern "C" fn deinit_sched<P: SchedPolicy>(ctx: c_uint) {
         }
         if summary_requested() {
             let figures = instance.policy.model_figures();
-            for line in instance
-                .stats
-                .summary_lines(P::NAME, ctx, left.len(), figures, now_us())
-            {
-                eprintln!("{line}");
-            }
+            crate::stats::print_summary(&instance.stats.summary_lines(
+                P::NAME,
+                ctx,
+                left.len(),
+                figures,
+                now_us(),
+            ));
         }
         if let Some(t) = instance.trace {
             t.flush();
