@@ -43,6 +43,11 @@
 //! IPOPT (with MUMPS) is not thread-safe, so solves are serialised by a
 //! process-wide mutex.
 
+// IPOPT is a C library reached through ipopt-sys: the FFI calls and the
+// callbacks it invokes need unsafe. Temporary: IPOPT is moving to its own
+// crate, which will carry this allowance instead.
+#![allow(unsafe_code)]
+
 use std::cell::{Cell, RefCell};
 use std::ffi::{CString, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};

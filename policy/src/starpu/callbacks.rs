@@ -162,11 +162,12 @@ pub(crate) unsafe extern "C" fn pre_exec_hook<P: SchedPolicy>(
         let (Some(raw), Some(worker)) = (NonNull::new(task), WorkerId::current()) else {
             return;
         };
-        // SAFETY: StarPU's context and a live task for the hook's duration.
+        // SAFETY: StarPU routes this context to this policy.
         if let Some(inst) = unsafe { instance::<P>(ctx) } {
             inst.starts.start(raw.as_ptr() as usize, now_us());
-            inst.policy
-                .pre_exec(SchedCtx(ctx), unsafe { TaskRef::from_raw(raw) }, worker);
+            // SAFETY: a live task for the hook's duration.
+            let task = unsafe { TaskRef::from_raw(raw) };
+            inst.policy.pre_exec(SchedCtx(ctx), task, worker);
         }
     })
 }

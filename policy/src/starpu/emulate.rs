@@ -427,13 +427,11 @@ unsafe fn substitute(cl: *mut sys::starpu_codelet) -> Result<*mut sys::starpu_co
         if reg.by_copy.contains_key(&addr) {
             return Ok(cl);
         }
-        // SAFETY: `cl` is live per the contract.
-        if let Some(r) = reg
-            .by_original
-            .get(&addr)
-            .and_then(|v| unsafe { known(v, cl) })
-        {
-            return Ok(pick(r));
+        if let Some(revisions) = reg.by_original.get(&addr) {
+            // SAFETY: `cl` is live per the contract.
+            if let Some(r) = unsafe { known(revisions, cl) } {
+                return Ok(pick(r));
+            }
         }
     }
     let mut guard = write(&REGISTRY);
