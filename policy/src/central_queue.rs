@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::fifo::CentralFifo;
 use crate::hold_time::HoldTimer;
 use crate::idle::IdleFlags;
-use crate::starpu::{SchedCtx, SchedPolicy, Task, WorkerId, relaxed_lock};
+use crate::starpu::{Popped, SchedCtx, SchedPolicy, Task, WorkerId, relaxed_lock};
 
 /// State of one scheduling context under the `greedy` policy.
 pub struct CentralQueuePolicy {
@@ -51,10 +51,13 @@ impl SchedPolicy for CentralQueuePolicy {
             .admit(&mut relaxed_lock(&self.state).workers, workers);
     }
 
-    fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
+    /// Nothing to wake: the central FIFO is shared, so a worker leaving
+    /// gives the others no task they could not already take.
+    fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) -> Vec<WorkerId> {
         relaxed_lock(&self.state)
             .workers
             .retain(|w| !workers.contains(w));
+        Vec::new()
     }
 
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
@@ -78,7 +81,27 @@ impl SchedPolicy for CentralQueuePolicy {
         wake.into_iter().collect()
     }
 
-    fn pop(&self, _ctx: SchedCtx, worker: WorkerId) -> Option<Task> {
+    fn pop(&self, _ctx: SchedCtx, worker: WorkerId) -> Popped {
+        self.take(worker).into()
+    }
+
+    fn model_figures(&self) -> crate::stats::ModelFigures {
+        crate::stats::ModelFigures {
+            lock_held_s: self.held.held_s(),
+            ..Default::default()
+        }
+    }
+
+    fn drain(&self) -> Vec<Task> {
+        let mut st = relaxed_lock(&self.state);
+        self.queued.store(0, Ordering::Release);
+        st.fifo.drain()
+    }
+}
+
+impl CentralQueuePolicy {
+    /// The oldest task `worker` can run, with its implementation set.
+    fn take(&self, worker: WorkerId) -> Option<Task> {
         if self.queued.load(Ordering::Acquire) == 0 {
             return None;
         }
@@ -97,18 +120,5 @@ impl SchedPolicy for CentralQueuePolicy {
         let (mut task, nimpl) = taken?;
         task.set_implementation(nimpl);
         Some(task)
-    }
-
-    fn model_figures(&self) -> crate::stats::ModelFigures {
-        crate::stats::ModelFigures {
-            lock_held_s: self.held.held_s(),
-            ..Default::default()
-        }
-    }
-
-    fn drain(&self) -> Vec<Task> {
-        let mut st = relaxed_lock(&self.state);
-        self.queued.store(0, Ordering::Release);
-        st.fifo.drain()
     }
 }

@@ -682,9 +682,7 @@ impl DivisibleRun {
 impl Drop for DivisibleRun {
     fn drop(&mut self) {
         if crate::stats::summary_requested() {
-            for line in self.summary_lines() {
-                crate::diagnostics::write_stderr_line(&line);
-            }
+            crate::stats::print_summary(&self.summary_lines());
         }
         if let Some(t) = self.trace {
             t.flush();

@@ -1,9 +1,12 @@
-//! Per-context counters kept by the adapter and the `PLB_SUMMARY` lines.
+//! Per-context counters kept by the adapter, the start times of executing
+//! tasks, and the `PLB_SUMMARY` lines. Times are StarPU's clock
+//! (`starpu_timing_now`, microseconds), read by the adapter and passed in.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+
+use crate::starpu::relaxed_lock;
 
 /// What one worker did in a context.
 #[derive(Debug, Default)]
@@ -21,12 +24,13 @@ pub struct ContextStats {
     executed: AtomicU64,
     workers: Mutex<BTreeSet<u32>>,
     per_worker: Vec<WorkerCounters>,
-    started: Instant,
+    /// When the context started, µs on StarPU's clock.
+    started_us: f64,
 }
 
 impl Default for ContextStats {
     fn default() -> Self {
-        ContextStats::new(0)
+        ContextStats::new(0, 0.0)
     }
 }
 
@@ -42,8 +46,9 @@ pub struct ModelFigures {
 }
 
 impl ContextStats {
-    /// Counters for worker ids `0..max_workers` (others are not broken down).
-    pub fn new(max_workers: usize) -> ContextStats {
+    /// Counters for worker ids `0..max_workers` (others are not broken
+    /// down), for a context started at `started_us` (StarPU's clock).
+    pub fn new(max_workers: usize, started_us: f64) -> ContextStats {
         ContextStats {
             pushed: AtomicU64::new(0),
             popped: AtomicU64::new(0),
@@ -52,7 +57,7 @@ impl ContextStats {
             per_worker: (0..max_workers)
                 .map(|_| WorkerCounters::default())
                 .collect(),
-            started: Instant::now(),
+            started_us,
         }
     }
 
@@ -108,20 +113,22 @@ impl ContextStats {
     /// popped=... left=... elapsed_ms=... refits=... solve_us=... lock_us=...`, every
     /// value an integer) then one `plb:   worker=...` line per worker that
     /// joined the context (busy and idle percentages of the context's
-    /// lifetime, tasks run and units processed).
+    /// lifetime, tasks run and units processed), at `now_us` (StarPU's
+    /// clock).
     pub fn summary_lines(
         &self,
         policy: &str,
         ctx: u32,
         left_queued: usize,
         model: ModelFigures,
+        now_us: f64,
     ) -> Vec<String> {
         self.summary_lines_at(
             policy,
             ctx,
             left_queued,
             model,
-            self.started.elapsed().as_secs_f64(),
+            ((now_us - self.started_us) / 1e6).max(0.0),
         )
     }
 
@@ -171,6 +178,65 @@ impl ContextStats {
     }
 }
 
+/// Start times of the tasks executing in a context, keyed by task (its
+/// address), so that a worker with several tasks in flight (pipelined CUDA
+/// or OpenCL workers) gets each task's own start. Bounded: StarPU skips
+/// `post_exec` for its internal tasks, whose entries would otherwise stay;
+/// when [`StartTimes::CAP`] entries are held, the older half is dropped.
+#[derive(Debug, Default)]
+pub struct StartTimes(Mutex<HashMap<usize, f64>>);
+
+impl StartTimes {
+    /// Entries held at most (far above the tasks in flight at once).
+    pub const CAP: usize = 4096;
+
+    /// Task `task` started at `at_us`.
+    pub fn start(&self, task: usize, at_us: f64) {
+        let mut map = relaxed_lock(&self.0);
+        if map.len() >= Self::CAP && !map.contains_key(&task) {
+            let mut times: Vec<f64> = map.values().copied().collect();
+            let mid = times.len() / 2;
+            let (_, median, _) = times.select_nth_unstable_by(mid, f64::total_cmp);
+            let median = *median;
+            map.retain(|_, &mut t| t >= median);
+        }
+        map.insert(task, at_us);
+    }
+
+    /// Task `task` finished: its start time, if recorded (and still held).
+    pub fn finish(&self, task: usize) -> Option<f64> {
+        relaxed_lock(&self.0).remove(&task)
+    }
+
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        relaxed_lock(&self.0).len()
+    }
+
+    /// Whether no entry is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Writes `lines` to `out` in one `write_all` of the whole text, each
+/// line ending with `\n`: a line is never split across write calls (and
+/// thus never interleaved with another thread's output on stderr). Errors
+/// are ignored (the summary is diagnostics).
+pub fn write_lines(out: &mut impl std::io::Write, lines: &[String]) {
+    let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let _ = out.write_all(text.as_bytes());
+}
+
+/// Prints summary lines on stderr with [`write_lines`].
+pub fn print_summary(lines: &[String]) {
+    write_lines(&mut std::io::stderr().lock(), lines);
+}
+
 /// Whether `PLB_SUMMARY` asks for the summary line.
 pub fn summary_requested() -> bool {
     std::env::var("PLB_SUMMARY").is_ok_and(|v| !v.is_empty() && v != "0")
@@ -182,7 +248,7 @@ mod tests {
 
     #[test]
     fn summary_reports_counts_workers_and_busy_time() {
-        let s = ContextStats::new(4);
+        let s = ContextStats::new(4, 0.0);
         for _ in 0..3 {
             s.note_pushed();
         }
@@ -219,5 +285,52 @@ mod tests {
             lines[2],
             "plb:   worker=1 ctx=4 busy=75.0% idle=25.0% tasks=2 units=128"
         );
+    }
+
+    #[test]
+    fn start_times_are_per_task_and_bounded() {
+        let t = StartTimes::default();
+        // Two tasks in flight on one worker: each keeps its own start.
+        t.start(0x1000, 10.0);
+        t.start(0x2000, 15.0);
+        assert_eq!(t.finish(0x1000), Some(10.0));
+        assert_eq!(t.finish(0x2000), Some(15.0));
+        assert_eq!(t.finish(0x2000), None);
+        assert!(t.is_empty());
+        // Tasks whose post_exec never comes: the table stays bounded and
+        // keeps the newest starts.
+        for i in 0..3 * StartTimes::CAP {
+            t.start(i, i as f64);
+        }
+        assert!(t.len() <= StartTimes::CAP, "{}", t.len());
+        let last = 3 * StartTimes::CAP - 1;
+        assert_eq!(t.finish(last), Some(last as f64));
+        assert_eq!(t.finish(0), None);
+    }
+
+    /// Records every `write` call it gets.
+    #[derive(Default)]
+    struct Calls(Vec<Vec<u8>>);
+
+    impl std::io::Write for Calls {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn summary_lines_are_written_in_one_call_with_their_newlines() {
+        let lines = vec![
+            "plb: policy=greedy ctx=0".to_string(),
+            "plb:   worker=0".to_string(),
+        ];
+        let mut out = Calls::default();
+        write_lines(&mut out, &lines);
+        assert_eq!(out.0.len(), 1);
+        assert_eq!(out.0[0], b"plb: policy=greedy ctx=0\nplb:   worker=0\n");
     }
 }

@@ -36,7 +36,7 @@ use crate::catalog::PolicyInfo;
 use crate::config::Tuning;
 use crate::hold_time::HoldTimer;
 use crate::idle::IdleFlags;
-use crate::starpu::{SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, now_us, relaxed_lock};
+use crate::starpu::{Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, now_us, relaxed_lock};
 use crate::stats::ModelFigures;
 
 /// In-flight tasks tracked per worker; beyond, the oldest entry is dropped
@@ -123,7 +123,6 @@ struct Inflight {
     codelet: usize,
     units: f64,
     est_s: f64,
-    start_us: Option<f64>,
     ticket: Option<Ticket>,
 }
 
@@ -152,11 +151,17 @@ fn now_s() -> f64 {
 
 impl TaskModePolicy {
     /// Clears the idle flags of the workers the scheduler notified (they
-    /// look again at their next poll).
-    fn notify(&self, st: &mut Scheduler<Task>) {
+    /// look again at their next poll) and returns those that were idle: with
+    /// blocking drivers they sleep until woken.
+    fn notify(&self, st: &mut Scheduler<Task>) -> Vec<WorkerId> {
+        let mut wake = Vec::new();
         for w in st.take_notified() {
+            if self.idle.is_idle(w) {
+                wake.push(WorkerId(w as u32));
+            }
             self.idle.clear(w);
         }
+        wake
     }
 
     /// Adds the scheduler's new counts to the process-wide ones.
@@ -221,7 +226,7 @@ impl TaskModePolicy {
 
     /// Pops under the locks, running the balancer consults it hands out
     /// without them.
-    fn take(&self, worker: WorkerId) -> Option<Taken<Task>> {
+    fn take(&self, worker: WorkerId) -> (Option<Taken<Task>>, Vec<WorkerId>) {
         let w = worker.index();
         let mut st = relaxed_lock(&self.state);
         let mut t0 = self.held.start();
@@ -265,7 +270,7 @@ impl TaskModePolicy {
                 }
             }
         };
-        self.notify(&mut st.sched);
+        let wake = self.notify(&mut st.sched);
         self.queued.store(st.sched.held(), Ordering::Release);
         if taken.is_some() {
             Self::publish(&mut st);
@@ -273,7 +278,7 @@ impl TaskModePolicy {
         self.held.stop(t0);
         drop(st);
         self.refit(jobs);
-        taken
+        (taken, wake)
     }
 }
 
@@ -327,14 +332,15 @@ impl SchedPolicy for TaskModePolicy {
         }
     }
 
-    fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
+    fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) -> Vec<WorkerId> {
         let ids: Vec<usize> = workers.iter().map(|w| w.index()).collect();
         let mut st = relaxed_lock(&self.state);
         let State { sched, book, .. } = &mut *st;
         sched.remove_workers(&ids, book);
-        self.notify(&mut st.sched);
+        let wake = self.notify(&mut st.sched);
         self.queued.store(st.sched.held(), Ordering::Release);
         drop(st);
+        wake
     }
 
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
@@ -344,8 +350,10 @@ impl SchedPolicy for TaskModePolicy {
         task.announce_pushed();
         let is_idle = |w: usize| self.idle.is_idle(w);
         let State { sched, book, .. } = &mut *st;
-        let wake = sched.push(task, now, book, &is_idle);
-        self.notify(&mut st.sched);
+        let mut wake = sched.push(task, now, book, &is_idle);
+        wake.extend(self.notify(&mut st.sched).iter().map(|w| w.index()));
+        wake.sort_unstable();
+        wake.dedup();
         for &w in &wake {
             self.idle.clear(w);
         }
@@ -355,25 +363,29 @@ impl SchedPolicy for TaskModePolicy {
         wake.into_iter().map(|w| WorkerId(w as u32)).collect()
     }
 
-    fn pop(&self, _ctx: SchedCtx, worker: WorkerId) -> Option<Task> {
+    fn pop(&self, _ctx: SchedCtx, worker: WorkerId) -> Popped {
         let w = worker.index();
         let pending = self
             .pending
             .get(w)
             .is_some_and(|p| p.load(Ordering::Acquire));
         if !pending && (self.queued.load(Ordering::Acquire) == 0 || self.idle.is_idle(w)) {
-            return None;
+            return Popped::default();
         }
-        let Taken {
+        let (taken, wake) = self.take(worker);
+        let Some(Taken {
             mut task,
             implementation,
             ticket,
             codelet,
             units,
             est_s,
-        } = self.take(worker)?;
+        }) = taken
+        else {
+            return Popped { task: None, wake };
+        };
         task.set_implementation(implementation);
-        if let Some(mb) = self.mailboxes.get(worker.index()) {
+        if let Some(mb) = self.mailboxes.get(w) {
             let mut mb = relaxed_lock(mb);
             if mb.inflight.len() >= INFLIGHT_PER_WORKER {
                 // An epoch ticket lost here is recovered by the epochs' lost
@@ -385,43 +397,33 @@ impl SchedPolicy for TaskModePolicy {
                 codelet,
                 units,
                 est_s,
-                start_us: None,
                 ticket,
             });
         }
-        Some(task)
-    }
-
-    fn pre_exec(&self, _ctx: SchedCtx, task: TaskRef<'_>, worker: WorkerId) {
-        let now = now_us();
-        let Some(mb) = self.mailboxes.get(worker.index()) else {
-            return;
-        };
-        let addr = task.addr();
-        if let Some(e) = relaxed_lock(mb)
-            .inflight
-            .iter_mut()
-            .find(|e| e.addr == addr)
-        {
-            e.start_us = Some(now);
+        Popped {
+            task: Some(task),
+            wake,
         }
     }
 
-    fn post_exec(&self, _ctx: SchedCtx, task: TaskRef<'_>, worker: WorkerId) {
-        let end = now_us();
+    fn post_exec(
+        &self,
+        _ctx: SchedCtx,
+        task: TaskRef<'_>,
+        worker: WorkerId,
+        ran_s: Option<f64>,
+    ) -> Vec<WorkerId> {
+        let end_s = now_us() / 1e6;
         let Some(mb) = self.mailboxes.get(worker.index()) else {
-            return;
+            return Vec::new();
         };
         let addr = task.addr();
         let mut mbox = relaxed_lock(mb);
         let Some(i) = mbox.inflight.iter().position(|e| e.addr == addr) else {
-            return;
+            return Vec::new();
         };
         let e = mbox.inflight.remove(i);
-        let seconds = e
-            .start_us
-            .map(|start| (end - start) / 1e6)
-            .filter(|s| s.is_finite() && *s > 0.0);
+        let seconds = ran_s.filter(|s| s.is_finite() && *s > 0.0);
         if let Some(s) = seconds
             && mbox.samples.len() < SAMPLES_PER_WORKER
         {
@@ -430,13 +432,15 @@ impl SchedPolicy for TaskModePolicy {
         if let Some(ticket) = e.ticket {
             // The epoch sees it at this worker's next pop (it may complete
             // a block other workers wait for: that pop takes the lock even
-            // when the worker would otherwise skip it).
-            mbox.reports
-                .push((ticket, seconds.unwrap_or(0.0), end / 1e6));
+            // when the worker would otherwise skip it, and wakes them).
+            mbox.reports.push((ticket, seconds.unwrap_or(0.0), end_s));
         }
         if !mbox.samples.is_empty() || !mbox.reports.is_empty() {
             self.pending[worker.index()].store(true, Ordering::Release);
         }
+        // Nothing is available to another worker before this worker's next
+        // pop delivers the mailbox.
+        Vec::new()
     }
 
     fn predicted_s(&self, task: TaskRef<'_>, worker: WorkerId) -> Option<f64> {

@@ -10,9 +10,9 @@
 //! | `block`    | balancer     | StarPU id| interval (end − compute) | block length | balancer's prediction | block id |
 //! | `solution` | balancer     | StarPU id| solve time (both)        | x_p   | predicted step time   | virtual step |
 //!
-//! Times are seconds since the trace was opened (the first
-//! `starpu_initialize` or divisible run of the process); an empty field is
-//! unknown. Rows are streamed through a buffer (memory stays bounded) and
+//! Times are seconds on StarPU's clock (`starpu_timing_now`), which starts
+//! at StarPU's initialisation (so they restart if the process initialises
+//! StarPU again); an empty field is unknown. Rows are streamed through a buffer (memory stays bounded) and
 //! the file is flushed at every context deinit and run end. At most
 //! [`MAX_ROWS`] rows are written; later ones are counted and reported.
 
@@ -20,6 +20,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::Mutex;
 use std::time::Instant;
+
+use crate::starpu::now_us;
 
 /// The environment variable.
 pub const ENV: &str = "PLB_TRACE";
@@ -84,7 +86,6 @@ impl Row<'_> {
 /// A CSV trace file.
 pub struct Trace {
     out: Mutex<Sink>,
-    t0: Instant,
 }
 
 struct Sink {
@@ -106,18 +107,19 @@ impl Trace {
                 dropped: 0,
                 failed: false,
             }),
-            t0: Instant::now(),
         })
     }
 
-    /// Seconds since the trace was opened.
+    /// The trace time now: seconds on StarPU's clock.
     pub fn now(&self) -> f64 {
-        self.t0.elapsed().as_secs_f64()
+        now_us() / 1e6
     }
 
-    /// Seconds since the trace was opened at `t`.
+    /// The trace time of the moment `t` of the standard clock, for callers
+    /// not yet on StarPU's clock (the divisible-load API; new code passes
+    /// `now_us() / 1e6` instead).
     pub fn since_open(&self, t: Instant) -> f64 {
-        t.saturating_duration_since(self.t0).as_secs_f64()
+        (now_us() / 1e6 - t.elapsed().as_secs_f64()).max(0.0)
     }
 
     /// Appends one row (dropped beyond [`MAX_ROWS`] or after a write error,

@@ -8,8 +8,12 @@
 //! the balancer chose. Tests serialise on `common::lock_starpu` (one StarPU per
 //! process) and arm a watchdog that aborts on a deadlock.
 
-use std::ffi::{CStr, c_int, c_void};
+// Unsafe code is denied in the workspace; allowed here because the test
+// drives the real StarPU and the divisible-load C API as a C application
+// would (every unsafe block has a `// SAFETY:` comment).
+#![allow(unsafe_code)]
 
+use std::ffi::{CStr, c_int, c_void};
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -332,7 +336,7 @@ fn last_error() -> String {
 fn the_c_api_runs_plb_hac_exactly_once() {
     let mut cl = codelet();
     let session = start("c-api", -1);
-    // SAFETY (whole block): C entry points called as a C application
+    // SAFETY: (whole block) C entry points called as a C application
     // would, with valid strings and pointers; StarPU is initialised.
     unsafe {
         assert!(plb_dl_create(10, c"no-such".as_ptr()).is_null());

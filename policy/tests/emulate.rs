@@ -3,8 +3,11 @@
 //! Runs StarPU's own `tasks_overhead` example under the preloaded
 //! `libstarpu_plb.so` (built by `cargo build --release`; the tests skip with
 //! a message when it or the examples are absent) with StarPU's `eager` and
-//! our `greedy`. Only lower bounds on wall time are asserted: busy-waiting
+//! our `greedy`, and `tests/c/readonly_codelet.c` (built at test time).
+//! Only lower bounds on wall time are asserted: busy-waiting
 //! guarantees them, whatever the machine's load.
+
+mod cprog;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -138,5 +141,35 @@ fn unset_or_blank_changes_nothing() {
         let err = stderr(&out);
         assert!(out.status.success(), "{emulate:?}: {err}");
         assert!(!err.contains("EMULATION"), "{emulate:?}: {err}");
+    }
+}
+
+/// Tasks per batch in `readonly_codelet.c` (three batches).
+const C_NTASKS: u64 = 20;
+
+#[test]
+fn read_only_and_changed_codelets_are_wrapped_without_writing_them() {
+    let Some((lib, _)) = setup() else { return };
+    let Some(prog) = cprog::build("readonly_codelet") else {
+        return;
+    };
+    let spec = format!("*:latency={LATENCY_MS}ms");
+    for sched in ["eager", "greedy", "plb-hac"] {
+        let (out, wall) = run(&lib, &prog, sched, Some(&spec));
+        let err = stderr(&out);
+        // Before private copies, writing the trampolines into the
+        // read-only codelet killed the program with SIGSEGV.
+        assert!(out.status.success(), "{sched}: {:?}: {err}", out.status);
+        assert!(
+            err.contains(&format!("calls ro={C_NTASKS} a={C_NTASKS} b={C_NTASKS}")),
+            "{sched}: {err}"
+        );
+        // Every task of the three batches went through a trampoline.
+        let floor = Duration::from_millis(LATENCY_MS * 3 * C_NTASKS / 2);
+        assert!(
+            wall >= floor,
+            "{sched}: {} tasks of +{LATENCY_MS} ms on 2 workers took {wall:?} < {floor:?}",
+            3 * C_NTASKS
+        );
     }
 }

@@ -3,6 +3,11 @@
 //! task mode (`STARPU_SCHED=<name>`) on real StarPU. A balancer added to the
 //! registry but missing from any of them fails here.
 
+// Unsafe code is denied in the workspace; allowed here because the test
+// drives the real StarPU as a C application would (every unsafe block has
+// a `// SAFETY:` comment).
+#![allow(unsafe_code)]
+
 use std::ffi::c_void;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,31 +1,39 @@
-//! Stress tests of the `greedy` policy against the real, installed StarPU.
+//! Stress tests of every registered policy (`starpu_plb::catalog::policies()`)
+//! against the real, installed StarPU.
 //!
-//! Every test initialises StarPU with our policy struct (`conf.sched_policy`,
-//! no `STARPU_SCHED`), drives it through a scenario, shuts StarPU down and
-//! checks what the codelets recorded. StarPU can only be initialised once at
-//! a time per process, so the tests serialise on `common::lock_starpu`; they also
-//! arm a watchdog that aborts the process (rather than hanging the test run)
-//! when a scenario deadlocks, e.g. because a task was never given to a worker.
+//! Every test runs its scenario once per policy, at full size (the whole
+//! suite takes under 10 s on 2 cores): it initialises StarPU with the
+//! policy's struct (`conf.sched_policy`, no `STARPU_SCHED`), drives it,
+//! shuts StarPU down and checks what the codelets recorded. StarPU can only
+//! be initialised once at a time per process, so the tests serialise on
+//! `common::lock_starpu`; they also arm a watchdog that aborts the process
+//! (rather than hanging the test run) when a scenario deadlocks, e.g.
+//! because a task was never given to a worker.
 //!
 //! Codelets are `extern "C"` functions called on StarPU's worker threads:
 //! they never panic, they record what they saw in atomics, and the test
 //! thread asserts on those afterwards.
 
+// Unsafe code is denied in the workspace; allowed here because the test
+// drives the real StarPU through its C API (sessions, codelets, tasks) as an
+// application would (every unsafe block has a `// SAFETY:` comment).
+#![allow(unsafe_code)]
+
 use std::ffi::{CStr, c_int, c_void};
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{MutexGuard, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use starpu_plb::catalog;
 use starpu_plb::diagnostics::abandoned_tasks;
 use starpu_plb::starpu::policy_by_name;
 use starpu_sys as sys;
 
 mod common;
-use common::{Setup, Watchdog, clean_up_after_shutdown, lock_starpu, start_starpu};
+use common::{Session, Setup, Watchdog, lock_starpu};
 
 /// How long one scenario may take before the watchdog declares a deadlock.
 const WATCHDOG_LIMIT: Duration = Duration::from_secs(120);
@@ -34,79 +42,26 @@ const WATCHDOG_LIMIT: Duration = Duration::from_secs(120);
 // Harness: watchdog, StarPU session, codelets, submission.
 // ---------------------------------------------------------------------------
 
-const CPUS_ONLY: Setup = Setup {
-    ncpus: -1,
-    nopencl: 0,
-    opencl_on_cpus: false,
-    policy: "greedy",
-};
-
-/// StarPU initialised with our greedy policy; shut down on drop (also when
-/// the test panics, so the next test can initialise it again).
-struct Session {
-    name: &'static str,
-    home: PathBuf,
-    started: Instant,
-    running: bool,
-    // Dropped after `Drop::drop` has shut StarPU down, in this order.
-    _watchdog: Watchdog,
-    _lock: MutexGuard<'static, ()>,
+/// The names of every registered policy, in catalog order.
+fn policies() -> impl Iterator<Item = &'static str> {
+    catalog::policies().iter().map(|p| p.name())
 }
 
-impl Session {
-    fn start(name: &'static str, setup: Setup) -> Session {
-        let lock = lock_starpu();
-        let watchdog = Watchdog::arm(name, WATCHDOG_LIMIT);
-        let started = Instant::now();
-        let home = start_starpu(&lock, "plb-stress", name, setup);
-        Session {
-            name,
-            home,
-            started,
-            running: true,
-            _watchdog: watchdog,
-            _lock: lock,
-        }
-    }
-
-    /// Waits for every submitted task; asserts StarPU reports success.
-    fn wait_for_all(&self) {
-        // SAFETY: StarPU is initialised; called from an application thread.
-        let rc = unsafe { sys::starpu_task_wait_for_all() };
-        assert_eq!(rc, 0, "starpu_task_wait_for_all failed ({rc})");
-    }
-
-    /// Shuts StarPU down; returns how many tasks the policy reported
-    /// abandoned (still queued) while its contexts were deinitialised.
-    fn shutdown(&mut self) -> u64 {
-        if !self.running {
-            return 0;
-        }
-        self.running = false;
-        let before = abandoned_tasks();
-        // SAFETY: initialised by `start`, shut down exactly once.
-        unsafe { sys::starpu_shutdown() };
-        eprintln!(
-            "{}: {:?} from starpu_init to the end of starpu_shutdown",
-            self.name,
-            self.started.elapsed()
-        );
-        abandoned_tasks() - before
-    }
-
-    /// Shuts down and asserts that no task was left queued.
-    fn finish(mut self) {
-        let left = self.shutdown();
-        assert_eq!(left, 0, "{left} task(s) were still queued at shutdown");
+/// StarPU's CPU workers only, scheduled by `policy`.
+fn cpus_only(policy: &'static str) -> Setup {
+    Setup {
+        ncpus: -1,
+        nopencl: 0,
+        opencl_on_cpus: false,
+        policy,
     }
 }
 
-impl Drop for Session {
-    fn drop(&mut self) {
-        self.shutdown();
-        // The guard field drops after this body: still under the lock.
-        clean_up_after_shutdown(&self._lock, &self.home);
-    }
+/// Starts scenario `scenario` under `setup.policy` (the session's name is
+/// `<scenario>/<policy>`).
+fn start(scenario: &str, setup: Setup) -> Session {
+    let name: &'static str = Box::leak(format!("{scenario}/{}", setup.policy).into_boxed_str());
+    Session::start("plb-stress", name, WATCHDOG_LIMIT, setup)
 }
 
 type Kernel = unsafe extern "C" fn(*mut *mut c_void, *mut c_void);
@@ -264,13 +219,13 @@ fn run_child(test: &str, env: &[(&str, &str)]) -> String {
     stderr
 }
 
-/// The fields of the `plb: policy=greedy ctx=<ctx> ...` summary line.
-fn summary_of(stderr: &str, ctx: u32) -> Vec<(String, u64)> {
-    let prefix = format!("plb: policy=greedy ctx={ctx} ");
+/// The fields of the `plb: policy=<policy> ctx=<ctx> ...` summary line.
+fn summary_of(stderr: &str, policy: &str, ctx: u32) -> Vec<(String, u64)> {
+    let prefix = format!("plb: policy={policy} ctx={ctx} ");
     let line = stderr
         .lines()
         .find(|l| l.starts_with(&prefix))
-        .unwrap_or_else(|| panic!("no summary line for context {ctx} in:\n{stderr}"));
+        .unwrap_or_else(|| panic!("no summary line for {policy} context {ctx} in:\n{stderr}"));
     line[prefix.len()..]
         .split_whitespace()
         .map(|kv| {
@@ -329,8 +284,18 @@ unsafe extern "C" fn conc_kernel(_buffers: *mut *mut c_void, arg: *mut c_void) {
 
 #[test]
 fn many_threads_submitting_at_once_run_every_task_exactly_once() {
-    let total = SUBMITTERS * TASKS_PER_SUBMITTER;
-    let seen = CONC_SEEN.get_or_init(|| (0..total).map(|_| AtomicU32::new(0)).collect());
+    for policy in policies() {
+        concurrent(policy, TASKS_PER_SUBMITTER);
+    }
+}
+
+fn concurrent(policy: &'static str, per_submitter: usize) {
+    let total = SUBMITTERS * per_submitter;
+    let seen = CONC_SEEN.get_or_init(|| {
+        (0..SUBMITTERS * TASKS_PER_SUBMITTER)
+            .map(|_| AtomicU32::new(0))
+            .collect()
+    });
     seen.iter().for_each(|s| s.store(0, Ordering::Relaxed));
     CONC_RAN.store(0, Ordering::Relaxed);
     CONC_TWICE.store(0, Ordering::Relaxed);
@@ -338,7 +303,7 @@ fn many_threads_submitting_at_once_run_every_task_exactly_once() {
     CONC_WORKERS.reset();
 
     let mut cl = codelet(c"plb_stress_concurrent", Some(conc_kernel), None);
-    let session = Session::start("concurrent", CPUS_ONLY);
+    let session = start("concurrent", cpus_only(policy));
     let workers = worker_count();
     let cl = ClPtr::of(&mut cl);
     let t0 = Instant::now();
@@ -346,10 +311,10 @@ fn many_threads_submitting_at_once_run_every_task_exactly_once() {
         let handles: Vec<_> = (0..SUBMITTERS)
             .map(|t| {
                 s.spawn(move || {
-                    (0..TASKS_PER_SUBMITTER)
+                    (0..per_submitter)
                         .filter(|i| {
                             // SAFETY: StarPU is running; the codelet outlives the session.
-                            unsafe { submit(cl, t * TASKS_PER_SUBMITTER + i, 0) != 0 }
+                            unsafe { submit(cl, t * per_submitter + i, 0) != 0 }
                         })
                         .count()
                 })
@@ -365,24 +330,24 @@ fn many_threads_submitting_at_once_run_every_task_exactly_once() {
     session.finish();
 
     eprintln!(
-        "concurrent: {total} tasks from {SUBMITTERS} threads on {workers} workers in {elapsed:?}; per worker {:?}",
+        "concurrent/{policy}: {total} tasks from {SUBMITTERS} threads on {workers} workers in {elapsed:?}; per worker {:?}",
         CONC_WORKERS.snapshot()
     );
-    assert_eq!(failed_submits, 0, "starpu_task_submit failed");
+    assert_eq!(failed_submits, 0, "{policy}: starpu_task_submit failed");
     assert_eq!(
         CONC_BAD.load(Ordering::Relaxed),
         0,
-        "a task ran with an unknown id or outside a worker"
+        "{policy}: a task ran with an unknown id or outside a worker"
     );
     assert_eq!(
         CONC_TWICE.load(Ordering::Relaxed),
         0,
-        "some tasks ran more than once"
+        "{policy}: some tasks ran more than once"
     );
     assert_eq!(
         CONC_RAN.load(Ordering::Relaxed),
         total as u64,
-        "not every task ran"
+        "{policy}: not every task ran"
     );
     let missing: Vec<usize> = (0..total)
         .filter(|&i| seen[i].load(Ordering::Relaxed) != 1)
@@ -390,7 +355,7 @@ fn many_threads_submitting_at_once_run_every_task_exactly_once() {
         .collect();
     assert!(
         missing.is_empty(),
-        "tasks that did not run exactly once: {missing:?}..."
+        "{policy}: tasks that did not run exactly once: {missing:?}..."
     );
 }
 
@@ -432,7 +397,14 @@ unsafe extern "C" fn chain_kernel(_buffers: *mut *mut c_void, arg: *mut c_void) 
 
 #[test]
 fn a_hundred_thousand_chained_tasks_complete_in_order() {
-    let total = CHAINS * CHAIN_LEN;
+    for policy in policies() {
+        chained(policy, CHAINS);
+    }
+}
+
+/// `chains` chains of [`CHAIN_LEN`] tasks (a hundred thousand for greedy).
+fn chained(policy: &'static str, chains: usize) {
+    let total = chains * CHAIN_LEN;
     let progress = CHAIN_PROGRESS.get_or_init(|| (0..CHAINS).map(|_| AtomicU32::new(0)).collect());
     progress.iter().for_each(|p| p.store(0, Ordering::Relaxed));
     CHAIN_RAN.store(0, Ordering::Relaxed);
@@ -441,12 +413,12 @@ fn a_hundred_thousand_chained_tasks_complete_in_order() {
     CHAIN_WORKERS.reset();
 
     let mut cl = codelet(c"plb_stress_chain", Some(chain_kernel), None);
-    let session = Session::start("chains", CPUS_ONLY);
+    let session = start("chains", cpus_only(policy));
     let cl = ClPtr::of(&mut cl);
     let t0 = Instant::now();
     let mut failed_submits = 0usize;
     let mut tasks: Vec<*mut sys::starpu_task> = Vec::with_capacity(CHAIN_LEN);
-    for chain in 0..CHAINS {
+    for chain in 0..chains {
         tasks.clear();
         for index in 0..CHAIN_LEN {
             // SAFETY: StarPU is running; the codelet outlives the session.
@@ -474,33 +446,33 @@ fn a_hundred_thousand_chained_tasks_complete_in_order() {
     session.finish();
 
     eprintln!(
-        "chains: {total} tasks ({CHAINS} chains of {CHAIN_LEN}) submitted in {submitted:?}, all done in {elapsed:?}; \
+        "chains/{policy}: {total} tasks ({chains} chains of {CHAIN_LEN}) submitted in {submitted:?}, all done in {elapsed:?}; \
          per worker {:?}",
         CHAIN_WORKERS.snapshot()
     );
-    assert_eq!(failed_submits, 0, "starpu_task_submit failed");
+    assert_eq!(failed_submits, 0, "{policy}: starpu_task_submit failed");
     assert_eq!(
         CHAIN_BAD.load(Ordering::Relaxed),
         0,
-        "a task ran with an unknown id"
+        "{policy}: a task ran with an unknown id"
     );
     assert_eq!(
         CHAIN_OUT_OF_ORDER.load(Ordering::Relaxed),
         0,
-        "a task ran before its predecessor"
+        "{policy}: a task ran before its predecessor"
     );
     assert_eq!(
         CHAIN_RAN.load(Ordering::Relaxed),
         total as u64,
-        "tasks were lost"
+        "{policy}: tasks were lost"
     );
-    let incomplete: Vec<usize> = (0..CHAINS)
+    let incomplete: Vec<usize> = (0..chains)
         .filter(|&c| progress[c].load(Ordering::Relaxed) != CHAIN_LEN as u32)
         .take(10)
         .collect();
     assert!(
         incomplete.is_empty(),
-        "incomplete chains: {incomplete:?}..."
+        "{policy}: incomplete chains: {incomplete:?}..."
     );
 }
 
@@ -592,20 +564,38 @@ fn a_task_only_one_worker_type_can_run_never_goes_to_another() {
         // the codelets' counts alone cannot see such a mistake; the
         // policy's counters can: every task must have been pushed and
         // popped exactly once.
-        let s = summary_of(&stderr, 0);
-        let total = 3 * TYPED_TASKS as u64;
-        assert_eq!(
-            (
-                field(&s, "tasks"),
-                field(&s, "popped"),
-                field(&s, "executed")
-            ),
-            (total, total, total),
-            "tasks were pushed or popped more than once (handed to a worker that cannot run them?): {s:?}"
-        );
-        assert_eq!((field(&s, "left"), field(&s, "workers")), (0, 2), "{s:?}");
+        for policy in policies() {
+            let s = summary_of(&stderr, policy, 0);
+            let total = 3 * TYPED_TASKS as u64;
+            assert_eq!(
+                (
+                    field(&s, "tasks"),
+                    field(&s, "popped"),
+                    field(&s, "executed")
+                ),
+                (total, total, total),
+                "{policy}: tasks were pushed or popped more than once (handed to a worker that cannot run them?): {s:?}"
+            );
+            assert_eq!(
+                (field(&s, "left"), field(&s, "workers")),
+                (0, 2),
+                "{policy}: {s:?}"
+            );
+        }
         return;
     }
+    // In the child: every policy in turn (same worker configuration, so
+    // StarPU's OpenCL enumeration of the first initialisation stays right).
+    for policy in policies() {
+        if !worker_types(policy) {
+            return;
+        }
+    }
+}
+
+/// The worker-type scenario under `policy`; false when skipped (no OpenCL
+/// device).
+fn worker_types(policy: &'static str) -> bool {
     TYPED_COUNTERS
         .iter()
         .for_each(|c| c.store(0, Ordering::Relaxed));
@@ -616,13 +606,13 @@ fn a_task_only_one_worker_type_can_run_never_goes_to_another() {
         Some(dual_cpu_kernel),
         Some(dual_ocl_kernel),
     );
-    let session = Session::start(
+    let session = start(
         "worker_types",
         Setup {
             ncpus: 1,
             nopencl: 1,
             opencl_on_cpus: true,
-            policy: "greedy",
+            policy,
         },
     );
     let ncpu = count_by_type(sys::STARPU_CPU_WORKER);
@@ -633,7 +623,7 @@ fn a_task_only_one_worker_type_can_run_never_goes_to_another() {
              (is pocl-opencl-icd installed?)"
         );
         session.finish();
-        return;
+        return false;
     }
     assert_eq!(
         (ncpu, nocl),
@@ -679,28 +669,34 @@ fn a_task_only_one_worker_type_can_run_never_goes_to_another() {
         dual_mismatch,
     ] = TYPED_COUNTERS.map(|c| c.load(Ordering::Relaxed));
     eprintln!(
-        "worker_types: {} tasks in {elapsed:?}; cpu-only {cpu_ok} on CPU / {cpu_wrong} elsewhere, \
+        "worker_types/{policy}: {} tasks in {elapsed:?}; cpu-only {cpu_ok} on CPU / {cpu_wrong} elsewhere, \
          opencl-only {ocl_ok} on OpenCL / {ocl_wrong} elsewhere, dual {dual_cpu} on CPU + {dual_ocl} on OpenCL \
          ({dual_mismatch} with the wrong implementation)",
         3 * TYPED_TASKS
     );
     let n = TYPED_TASKS as u64;
-    assert_eq!(failed_submits, 0, "starpu_task_submit failed");
-    assert_eq!(cpu_wrong, 0, "a CPU-only task ran on a non-CPU worker");
+    assert_eq!(failed_submits, 0, "{policy}: starpu_task_submit failed");
+    assert_eq!(
+        cpu_wrong, 0,
+        "{policy}: a CPU-only task ran on a non-CPU worker"
+    );
     assert_eq!(
         ocl_wrong, 0,
-        "an OpenCL-only task ran on a non-OpenCL worker"
+        "{policy}: an OpenCL-only task ran on a non-OpenCL worker"
     );
     assert_eq!(
         dual_mismatch, 0,
-        "an implementation ran on the wrong worker type"
+        "{policy}: an implementation ran on the wrong worker type"
     );
-    assert_eq!(cpu_ok, n, "CPU-only tasks were lost");
-    assert_eq!(ocl_ok, n, "OpenCL-only tasks were lost");
-    assert_eq!(dual_cpu + dual_ocl, n, "dual tasks were lost");
+    assert_eq!(cpu_ok, n, "{policy}: CPU-only tasks were lost");
+    assert_eq!(ocl_ok, n, "{policy}: OpenCL-only tasks were lost");
+    assert_eq!(dual_cpu + dual_ocl, n, "{policy}: dual tasks were lost");
     if dual_cpu == 0 || dual_ocl == 0 {
-        eprintln!("worker_types: note: only one worker type ran the dual-implementation tasks");
+        eprintln!(
+            "worker_types/{policy}: note: only one worker type ran the dual-implementation tasks"
+        );
     }
+    true
 }
 
 // ---------------------------------------------------------------------------
@@ -720,12 +716,19 @@ unsafe extern "C" fn after_kernel(_buffers: *mut *mut c_void, _arg: *mut c_void)
 
 #[test]
 fn deinit_with_a_task_still_queued_is_reported_not_a_crash() {
+    for policy in policies() {
+        deinit_queued(policy);
+    }
+}
+
+fn deinit_queued(policy: &'static str) {
     ORPHAN_RAN.store(0, Ordering::Relaxed);
     AFTER_RAN.store(0, Ordering::Relaxed);
     let mut orphan_cl = codelet(c"plb_stress_orphan", Some(orphan_kernel), None);
     let mut after_cl = codelet(c"plb_stress_after", Some(after_kernel), None);
-    let mut session = Session::start("deinit_queued", CPUS_ONLY);
-    let policy = policy_by_name("greedy").expect("the greedy policy is registered");
+    let mut session = start("deinit_queued", cpus_only(policy));
+    let name = policy;
+    let policy = policy_by_name(name).expect("the policy is registered");
 
     // A context run by our policy, with no worker: nothing can ever pop
     // from it.
@@ -762,11 +765,11 @@ fn deinit_with_a_task_still_queued_is_reported_not_a_crash() {
     // SAFETY: this is the call StarPU makes for a ready task of `ctx`,
     // whose policy is this struct: the task is valid and belongs to `ctx`.
     let rc = unsafe { push(task) };
-    assert_eq!(rc, 0, "push_task refused the task");
+    assert_eq!(rc, 0, "{name}: push_task refused the task");
     assert_eq!(
         abandoned_tasks(),
         before,
-        "nothing is abandoned before deinit"
+        "{name}: nothing is abandoned before deinit"
     );
 
     // SAFETY: `ctx` was created above and has no submitted task, so
@@ -775,12 +778,12 @@ fn deinit_with_a_task_still_queued_is_reported_not_a_crash() {
     assert_eq!(
         abandoned_tasks(),
         before + 1,
-        "the queued task was not reported at deinit"
+        "{name}: the queued task was not reported at deinit"
     );
     assert_eq!(
         ORPHAN_RAN.load(Ordering::Relaxed),
         0,
-        "the queued task ran although no worker could pop it"
+        "{name}: the queued task ran although no worker could pop it"
     );
 
     // The policy gave the task up without freeing it: it is still ours.
@@ -792,21 +795,21 @@ fn deinit_with_a_task_still_queued_is_reported_not_a_crash() {
     let after_cl = ClPtr::of(&mut after_cl);
     for i in 0..100 {
         // SAFETY: StarPU is running; the codelet outlives the session.
-        assert_eq!(
-            unsafe { submit(after_cl, i, 0) },
-            0,
-            "starpu_task_submit failed"
-        );
+        let rc = unsafe { submit(after_cl, i, 0) };
+        assert_eq!(rc, 0, "{name}: starpu_task_submit failed");
     }
     session.wait_for_all();
     assert_eq!(
         AFTER_RAN.load(Ordering::Relaxed),
         100,
-        "tasks submitted after the deletion were lost"
+        "{name}: tasks submitted after the deletion were lost"
     );
     let left = session.shutdown();
-    assert_eq!(left, 0, "the global context had tasks left at shutdown");
-    assert_eq!(abandoned_tasks(), before + 1);
+    assert_eq!(
+        left, 0,
+        "{name}: the global context had tasks left at shutdown"
+    );
+    assert_eq!(abandoned_tasks(), before + 1, "{name}");
 }
 
 // ---------------------------------------------------------------------------
@@ -828,10 +831,17 @@ unsafe extern "C" fn prio_kernel(_buffers: *mut *mut c_void, arg: *mut c_void) {
 
 #[test]
 fn tasks_of_every_priority_run() {
+    for policy in policies() {
+        priorities(policy, PRIO_PER_LEVEL);
+    }
+}
+
+/// `per_level` tasks of each priority level (an even number).
+fn priorities(policy: &'static str, per_level: usize) {
     PRIO_RAN.iter().for_each(|c| c.store(0, Ordering::Relaxed));
     PRIO_BAD.store(0, Ordering::Relaxed);
     let mut cl = codelet(c"plb_stress_priority", Some(prio_kernel), None);
-    let session = Session::start("priorities", CPUS_ONLY);
+    let session = start("priorities", cpus_only(policy));
     // SAFETY: plain queries; StarPU is running.
     let (min, max) = unsafe {
         (
@@ -864,7 +874,7 @@ fn tasks_of_every_priority_run() {
             .map(|_| {
                 s.spawn(move || {
                     let mut failed = 0;
-                    for _ in 0..PRIO_PER_LEVEL / 2 {
+                    for _ in 0..per_level / 2 {
                         for (slot, &prio) in levels.iter().enumerate() {
                             // SAFETY: StarPU is running; the codelet outlives the session.
                             if unsafe { submit(cl, slot, prio) } != 0 {
@@ -891,15 +901,15 @@ fn tasks_of_every_priority_run() {
         .map(|(slot, &p)| (p, PRIO_RAN[slot].load(Ordering::Relaxed)))
         .collect();
     eprintln!(
-        "priorities: sched min/max {min}/{max}; {} tasks in {elapsed:?}; ran per priority {ran:?}",
-        levels.len() * PRIO_PER_LEVEL
+        "priorities/{policy}: sched min/max {min}/{max}; {} tasks in {elapsed:?}; ran per priority {ran:?}",
+        levels.len() * per_level
     );
-    assert_eq!(failed_submits, 0, "starpu_task_submit failed");
-    assert_eq!(PRIO_BAD.load(Ordering::Relaxed), 0);
+    assert_eq!(failed_submits, 0, "{policy}: starpu_task_submit failed");
+    assert_eq!(PRIO_BAD.load(Ordering::Relaxed), 0, "{policy}");
     for (prio, n) in ran {
         assert_eq!(
-            n, PRIO_PER_LEVEL as u64,
-            "tasks of priority {prio} were lost"
+            n, per_level as u64,
+            "{policy}: tasks of priority {prio} were lost"
         );
     }
 }
@@ -917,9 +927,15 @@ unsafe extern "C" fn pause_kernel(_buffers: *mut *mut c_void, _arg: *mut c_void)
 
 #[test]
 fn nothing_runs_while_paused_and_everything_after_resume() {
+    for policy in policies() {
+        paused(policy);
+    }
+}
+
+fn paused(policy: &'static str) {
     PAUSE_RAN.store(0, Ordering::Relaxed);
     let mut cl = codelet(c"plb_stress_pause", Some(pause_kernel), None);
-    let session = Session::start("pause", CPUS_ONLY);
+    let session = start("pause", cpus_only(policy));
     let workers = u64::from(worker_count());
     let cl = ClPtr::of(&mut cl);
     // SAFETY: StarPU is running; paired with starpu_resume below.
@@ -932,7 +948,8 @@ fn nothing_runs_while_paused_and_everything_after_resume() {
     thread::sleep(Duration::from_millis(100));
     for i in 0..PAUSED_TASKS as usize {
         // SAFETY: StarPU is running; the codelet outlives the session.
-        assert_eq!(unsafe { submit(cl, i, 0) }, 0, "starpu_task_submit failed");
+        let rc = unsafe { submit(cl, i, 0) };
+        assert_eq!(rc, 0, "{policy}: starpu_task_submit failed");
     }
     thread::sleep(Duration::from_millis(100));
     let ran_early = PAUSE_RAN.load(Ordering::Relaxed);
@@ -948,21 +965,21 @@ fn nothing_runs_while_paused_and_everything_after_resume() {
     session.finish();
 
     eprintln!(
-        "pause: {ran_while_paused} ran while paused ({pending} pending); all done {elapsed:?} after resume"
+        "pause/{policy}: {ran_while_paused} ran while paused ({pending} pending); all done {elapsed:?} after resume"
     );
     assert!(
         ran_while_paused <= workers && ran_early == ran_while_paused,
-        "tasks kept running while StarPU was paused ({ran_early}, then {ran_while_paused})"
+        "{policy}: tasks kept running while StarPU was paused ({ran_early}, then {ran_while_paused})"
     );
     assert_eq!(
         pending as u64,
         PAUSED_TASKS - ran_while_paused,
-        "StarPU did not count the paused tasks as submitted"
+        "{policy}: StarPU did not count the paused tasks as submitted"
     );
     assert_eq!(
         PAUSE_RAN.load(Ordering::Relaxed),
         PAUSED_TASKS,
-        "tasks were lost across pause/resume"
+        "{policy}: tasks were lost across pause/resume"
     );
 }
 
@@ -977,42 +994,58 @@ fn plb_summary_counts_every_task_of_a_run() {
     let _lock = lock_starpu();
     let _watchdog = Watchdog::arm("plb_summary", WATCHDOG_LIMIT);
 
+    // Each child run goes through every policy; each session prints its
+    // own summary lines.
     let stderr = run_child(
         "many_threads_submitting_at_once_run_every_task_exactly_once",
         &[("PLB_SUMMARY", "1")],
     );
-    let s = summary_of(&stderr, 0);
-    let total = (SUBMITTERS * TASKS_PER_SUBMITTER) as u64;
-    assert_eq!(field(&s, "tasks"), total, "pushed counter: {s:?}");
-    assert_eq!(field(&s, "popped"), total, "popped counter: {s:?}");
-    assert_eq!(field(&s, "executed"), total, "executed counter: {s:?}");
-    assert_eq!(field(&s, "left"), 0, "{s:?}");
-    assert!(field(&s, "workers") >= 1, "{s:?}");
+    for policy in policies() {
+        let s = summary_of(&stderr, policy, 0);
+        let total = (SUBMITTERS * TASKS_PER_SUBMITTER) as u64;
+        assert_eq!(field(&s, "tasks"), total, "{policy}: pushed counter: {s:?}");
+        assert_eq!(
+            field(&s, "popped"),
+            total,
+            "{policy}: popped counter: {s:?}"
+        );
+        assert_eq!(
+            field(&s, "executed"),
+            total,
+            "{policy}: executed counter: {s:?}"
+        );
+        assert_eq!(field(&s, "left"), 0, "{policy}: {s:?}");
+        assert!(field(&s, "workers") >= 1, "{policy}: {s:?}");
+    }
 
     let stderr = run_child(
         "deinit_with_a_task_still_queued_is_reported_not_a_crash",
         &[("PLB_SUMMARY", "1")],
     );
-    assert!(
-        stderr.contains("task(s) still queued; they will not run"),
-        "deinit with a queued task printed no error:\n{stderr}"
-    );
-    let s = summary_of(&stderr, 1);
-    assert_eq!(
-        (
-            field(&s, "tasks"),
-            field(&s, "popped"),
-            field(&s, "executed"),
-            field(&s, "left"),
-            field(&s, "workers")
-        ),
-        (1, 0, 0, 1, 0),
-        "summary of the worker-less context: {s:?}"
-    );
-    let s = summary_of(&stderr, 0);
-    assert_eq!(
-        (field(&s, "tasks"), field(&s, "executed"), field(&s, "left")),
-        (100, 100, 0),
-        "{s:?}"
-    );
+    for policy in policies() {
+        assert!(
+            stderr.contains(&format!(
+                "plb: error: policy {policy} deinitialised context 1 with 1 task(s) still queued; they will not run"
+            )),
+            "{policy}: deinit with a queued task printed no error:\n{stderr}"
+        );
+        let s = summary_of(&stderr, policy, 1);
+        assert_eq!(
+            (
+                field(&s, "tasks"),
+                field(&s, "popped"),
+                field(&s, "executed"),
+                field(&s, "left"),
+                field(&s, "workers")
+            ),
+            (1, 0, 0, 1, 0),
+            "{policy}: summary of the worker-less context: {s:?}"
+        );
+        let s = summary_of(&stderr, policy, 0);
+        assert_eq!(
+            (field(&s, "tasks"), field(&s, "executed"), field(&s, "left")),
+            (100, 100, 0),
+            "{policy}: {s:?}"
+        );
+    }
 }

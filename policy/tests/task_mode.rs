@@ -8,6 +8,11 @@
 //! tasks. Tests serialise on `common::lock_starpu` (one StarPU per process)
 //! and arm a watchdog that aborts on a deadlock.
 
+// Unsafe code is denied in the workspace; allowed here because the test
+// drives the real StarPU through its C API (sessions, codelets, tasks) as an
+// application would (every unsafe block has a `// SAFETY:` comment).
+#![allow(unsafe_code)]
+
 use std::ffi::{CStr, c_int, c_void};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

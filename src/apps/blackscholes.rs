@@ -18,6 +18,11 @@
 //! Codelet: `codelets/blackscholes.c` (CPU: a loop gcc vectorises; OpenCL:
 //! one work-item per option; CUDA: `blackscholes_cuda.cu` with nvcc).
 
+// Unsafe code is denied in the workspace; allowed here because the app's C
+// codelets (codelets/*.c) and its OpenCL host code are called through FFI
+// (every unsafe block has a `// SAFETY:` comment).
+#![allow(unsafe_code)]
+
 use std::ffi::{c_int, c_void};
 
 use starpu_sys as sys;

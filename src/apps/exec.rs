@@ -7,6 +7,11 @@
 //! `STARPU_SCHED` to one of our names before `starpu_init` selects our
 //! policy in this very process, and `PLB_EMULATE` applies to the codelets.
 
+// Unsafe code is denied in the workspace; allowed here because StarPU
+// sessions, data registration and task submission go through the C API (every
+// unsafe block has a `// SAFETY:` comment).
+#![allow(unsafe_code)]
+
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
 use std::panic::{AssertUnwindSafe, catch_unwind};

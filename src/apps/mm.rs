@@ -18,6 +18,11 @@
 //! Codelet: `codelets/mm.c` (CPU: OpenBLAS `cblas_sgemm`; OpenCL: our tiled
 //! kernel; CUDA: cuBLAS when built with nvcc).
 
+// Unsafe code is denied in the workspace; allowed here because the app's C
+// codelets (codelets/*.c) and its OpenCL host code are called through FFI
+// (every unsafe block has a `// SAFETY:` comment).
+#![allow(unsafe_code)]
+
 use std::ffi::c_int;
 
 use starpu_sys as sys;

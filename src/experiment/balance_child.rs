@@ -12,6 +12,11 @@
 //!
 //! Every `unsafe` block of the benchmark is in this module.
 
+// Unsafe code is denied in the workspace; allowed here because the benchmark
+// child drives StarPU and the divisible-load C API directly (every unsafe
+// block has a `// SAFETY:` comment).
+#![allow(unsafe_code)]
+
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -5,10 +5,23 @@
 //! the installed library. Exactly one of the cfgs `starpu_1_3` and
 //! `starpu_1_4` is set. StarPU's function-like macros are reachable through
 //! the `plb_*` C wrappers compiled from `src/wrappers.c`.
+// Raw bindings are nothing but FFI declarations, helpers over them and the
+// tests of their layouts: unsafe code is this crate's purpose.
+#![allow(unsafe_code)]
 #![allow(non_upper_case_globals, non_camel_case_types, non_snake_case)]
-#![allow(clippy::all, unsafe_op_in_unsafe_fn)]
 
-include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+/// bindgen's output, re-exported whole. Its generated unsafe blocks (bitfield
+/// accessors) carry no `// SAFETY:` comments, hence the allowance here
+/// only; the hand-written code below is still checked.
+#[allow(
+    clippy::all,
+    clippy::undocumented_unsafe_blocks,
+    unsafe_op_in_unsafe_fn
+)]
+mod bindings {
+    include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+}
+pub use bindings::*;
 
 /// The StarPU API series these bindings were generated for.
 #[cfg(starpu_1_3)]

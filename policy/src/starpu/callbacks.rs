@@ -10,26 +10,21 @@ use std::ptr::{self, NonNull};
 use starpu_sys as sys;
 
 use super::SchedPolicy;
-use super::ctx::{SchedCtx, WorkerId, wake_worker};
+use super::ctx::{SchedCtx, WorkerId, now_us, wake_worker};
 use super::guard::ffi_guard;
 use super::task::{Task, TaskRef};
-use crate::stats::{ContextStats, summary_requested};
+use crate::stats::{ContextStats, StartTimes, summary_requested};
 use crate::trace::{Row, Trace};
 
 /// What the adapter keeps per scheduling context.
 pub(crate) struct Instance<P> {
     policy: P,
     stats: ContextStats,
+    /// Start of each executing task (pre_exec to post_exec).
+    starts: StartTimes,
     /// `PLB_SUMMARY` or `PLB_TRACE` asks for task sizes.
     observe: bool,
     trace: Option<&'static Trace>,
-}
-
-thread_local! {
-    /// Start of the task the calling worker is executing (pre_exec to
-    /// post_exec run on the same worker thread, one task at a time).
-    static TASK_START: std::cell::Cell<Option<std::time::Instant>> =
-        const { std::cell::Cell::new(None) };
 }
 
 /// The instance of context `ctx`, if `init_sched` succeeded.
@@ -75,7 +70,8 @@ pub(crate) unsafe extern "C" fn init_sched<P: SchedPolicy>(ctx: c_uint) {
         let trace = crate::trace::current();
         let instance = Box::new(Instance {
             policy: P::new(SchedCtx(ctx), info),
-            stats: ContextStats::new(WorkerId::max_workers()),
+            stats: ContextStats::new(WorkerId::max_workers(), now_us()),
+            starts: StartTimes::default(),
             observe: trace.is_some() || summary_requested(),
             trace,
         });
@@ -110,13 +106,13 @@ pub(crate) unsafe extern "C" fn deinit_sched<P: SchedPolicy>(ctx: c_uint) {
         }
         if summary_requested() {
             let figures = instance.policy.model_figures();
-            for line in
-                instance
-                    .stats
-                    .summary_lines(instance.policy.name(), ctx, left.len(), figures)
-            {
-                eprintln!("{line}");
-            }
+            crate::stats::print_summary(&instance.stats.summary_lines(
+                instance.policy.name(),
+                ctx,
+                left.len(),
+                figures,
+                now_us(),
+            ));
         }
         if let Some(t) = instance.trace {
             t.flush();
@@ -127,10 +123,11 @@ pub(crate) unsafe extern "C" fn deinit_sched<P: SchedPolicy>(ctx: c_uint) {
 }
 
 pub(crate) unsafe extern "C" fn push_task<P: SchedPolicy>(task: *mut sys::starpu_task) -> i32 {
-    let Some(raw) = NonNull::new(task) else {
-        return -libc::EINVAL;
-    };
-    let to_wake = ffi_guard("push_task", Vec::new(), || {
+    // A panic after the token exists drops it, which rescues the task.
+    let pushed = ffi_guard("push_task", Ok(Vec::new()), || {
+        let Some(raw) = NonNull::new(task) else {
+            return Err(-libc::EINVAL);
+        };
         // SAFETY: StarPU passes a live task it hands to the policy.
         let token = unsafe { Task::from_raw(raw) };
         let ctx = token.sched_ctx();
@@ -138,38 +135,45 @@ pub(crate) unsafe extern "C" fn push_task<P: SchedPolicy>(task: *mut sys::starpu
         match unsafe { instance::<P>(ctx.0) } {
             Some(inst) => {
                 inst.stats.note_pushed();
-                inst.policy.push(ctx, token)
+                Ok(inst.policy.push(ctx, token))
             }
             None => {
                 log::error!("push_task on context {} without policy state", ctx.0);
                 drop(token); // Drop rescues it onto a capable worker.
-                Vec::new()
+                Ok(Vec::new())
             }
         }
     });
-    ffi_guard("push_task (wake)", (), || {
-        to_wake.into_iter().for_each(wake_worker)
-    });
-    0
+    match pushed {
+        Ok(to_wake) => {
+            wake_all("push_task (wake)", to_wake);
+            0
+        }
+        Err(code) => code,
+    }
 }
 
 pub(crate) unsafe extern "C" fn pop_task<P: SchedPolicy>(ctx: c_uint) -> *mut sys::starpu_task {
-    ffi_guard("pop_task", ptr::null_mut(), || {
+    let (task, to_wake) = ffi_guard("pop_task", (ptr::null_mut(), Vec::new()), || {
         let Some(worker) = WorkerId::current() else {
-            return ptr::null_mut();
+            return (ptr::null_mut(), Vec::new());
         };
         // SAFETY: StarPU routes this context to this policy.
         let Some(inst) = (unsafe { instance::<P>(ctx) }) else {
-            return ptr::null_mut();
+            return (ptr::null_mut(), Vec::new());
         };
-        match inst.policy.pop(SchedCtx(ctx), worker) {
+        let popped = inst.policy.pop(SchedCtx(ctx), worker);
+        let task = match popped.task {
             Some(task) => {
                 inst.stats.note_popped();
                 task.into_raw()
             }
             None => ptr::null_mut(),
-        }
-    })
+        };
+        (task, popped.wake)
+    });
+    wake_all("pop_task (wake)", to_wake);
+    task
 }
 
 pub(crate) unsafe extern "C" fn pre_exec_hook<P: SchedPolicy>(
@@ -180,11 +184,12 @@ pub(crate) unsafe extern "C" fn pre_exec_hook<P: SchedPolicy>(
         let (Some(raw), Some(worker)) = (NonNull::new(task), WorkerId::current()) else {
             return;
         };
-        TASK_START.with(|c| c.set(Some(std::time::Instant::now())));
-        // SAFETY: StarPU's context and a live task for the hook's duration.
+        // SAFETY: StarPU routes this context to this policy.
         if let Some(inst) = unsafe { instance::<P>(ctx) } {
-            inst.policy
-                .pre_exec(SchedCtx(ctx), unsafe { TaskRef::from_raw(raw) }, worker);
+            inst.starts.start(raw.as_ptr() as usize, now_us());
+            // SAFETY: a live task for the hook's duration.
+            let task = unsafe { TaskRef::from_raw(raw) };
+            inst.policy.pre_exec(SchedCtx(ctx), task, worker);
         }
     })
 }
@@ -193,36 +198,50 @@ pub(crate) unsafe extern "C" fn post_exec_hook<P: SchedPolicy>(
     task: *mut sys::starpu_task,
     ctx: c_uint,
 ) {
-    ffi_guard("post_exec_hook", (), || {
+    let to_wake = ffi_guard("post_exec_hook", Vec::new(), || {
         // SAFETY: StarPU routes this context to this policy.
         let Some(inst) = (unsafe { instance::<P>(ctx) }) else {
-            return;
+            return Vec::new();
         };
         inst.stats.note_executed();
-        let end = std::time::Instant::now();
-        let start = TASK_START.with(|c| c.take());
-        if let (Some(raw), Some(worker)) = (NonNull::new(task), WorkerId::current()) {
-            // SAFETY: the task is live for the hook's duration.
-            let task = unsafe { TaskRef::from_raw(raw) };
-            let busy_s = start.map_or(0.0, |s| end.duration_since(s).as_secs_f64());
-            let units = if inst.observe { task.work_units() } else { 0.0 };
-            inst.stats.note_run(worker.index(), busy_s, units);
-            if let (Some(t), Some(s)) = (inst.trace, start) {
-                let predicted_s = inst.policy.predicted_s(task, worker);
-                t.write(&Row {
-                    kind: "task",
-                    source: inst.policy.name(),
-                    worker: i64::from(worker.0),
-                    start_s: t.since_open(s),
-                    end_s: t.since_open(end),
-                    units,
-                    predicted_s,
-                    detail: &task.name(),
-                });
-            }
-            inst.policy.post_exec(SchedCtx(ctx), task, worker);
+        let end = now_us();
+        let Some(raw) = NonNull::new(task) else {
+            return Vec::new();
+        };
+        let start = inst.starts.finish(raw.as_ptr() as usize);
+        let Some(worker) = WorkerId::current() else {
+            return Vec::new();
+        };
+        // SAFETY: the task is live for the hook's duration.
+        let task = unsafe { TaskRef::from_raw(raw) };
+        let busy_s = start.map_or(0.0, |s| ((end - s) / 1e6).max(0.0));
+        let units = if inst.observe { task.work_units() } else { 0.0 };
+        inst.stats.note_run(worker.index(), busy_s, units);
+        if let (Some(t), Some(s)) = (inst.trace, start) {
+            let predicted_s = inst.policy.predicted_s(task, worker);
+            t.write(&Row {
+                kind: "task",
+                source: inst.policy.name(),
+                worker: i64::from(worker.0),
+                start_s: s / 1e6,
+                end_s: end / 1e6,
+                units,
+                predicted_s,
+                detail: &task.name(),
+            });
         }
-    })
+        let ran_s = start.map(|_| busy_s);
+        inst.policy.post_exec(SchedCtx(ctx), task, worker, ran_s)
+    });
+    wake_all("post_exec_hook (wake)", to_wake);
+}
+
+/// Wakes `workers` (a policy's wake list), outside the policy's locks.
+fn wake_all(what: &str, workers: Vec<WorkerId>) {
+    if workers.is_empty() {
+        return;
+    }
+    ffi_guard(what, (), || workers.into_iter().for_each(wake_worker));
 }
 
 /// Converts StarPU's worker array argument.
@@ -262,12 +281,17 @@ pub(crate) unsafe extern "C" fn remove_workers<P: SchedPolicy>(
     ids: *mut i32,
     n: c_uint,
 ) {
-    ffi_guard("remove_workers", (), || {
+    let to_wake = ffi_guard("remove_workers", Vec::new(), || {
         // SAFETY: StarPU passes an array of `n` worker ids.
         let workers = unsafe { worker_slice(ids, n) };
         // SAFETY: StarPU routes this context to this policy.
-        if let Some(inst) = unsafe { instance::<P>(ctx) } {
-            inst.policy.remove_workers(SchedCtx(ctx), &workers);
-        }
-    })
+        let Some(inst) = (unsafe { instance::<P>(ctx) }) else {
+            return Vec::new();
+        };
+        let mut wake = inst.policy.remove_workers(SchedCtx(ctx), &workers);
+        // Workers that left need not look at this context again.
+        wake.retain(|w| !workers.contains(w));
+        wake
+    });
+    wake_all("remove_workers (wake)", to_wake);
 }

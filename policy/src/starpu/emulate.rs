@@ -1,16 +1,27 @@
 //! Heterogeneity emulation (`PLB_EMULATE`), applied inside codelet execution.
 //!
-//! When `PLB_EMULATE` is set at `starpu_initialize`, every codelet that goes
+//! When `PLB_EMULATE` is set at `starpu_initialize`, every task that goes
 //! through `starpu_task_submit` (or `starpu_task_submit_to_ctx`; both are
 //! interposed here, `starpu_task_insert` and friends reach the former
-//! through the PLT) has its CPU, CUDA and OpenCL implementation pointers
-//! replaced, once, by trampolines. A trampoline runs the original
-//! implementation, measures it, and busy-waits for the emulated extra time
-//! of the worker running it (see [`crate::emulation`]). The slowdown thus
-//! happens inside the task's execution, whatever policy is active: StarPU's
-//! own `eager` and `dmda`, its performance models and our policies see the
-//! slower worker as they would see real hardware. Policies never read the
-//! settings.
+//! through the PLT) gets, in `task->cl`, a private copy of its codelet whose
+//! CPU, CUDA and OpenCL implementation pointers are trampolines. A
+//! trampoline runs the original implementation, measures it, and busy-waits
+//! for the emulated extra time of the worker running it (see
+//! [`crate::emulation`]). The slowdown thus happens inside the task's
+//! execution, whatever policy is active: StarPU's own `eager` and `dmda`,
+//! its performance models and our policies see the slower worker as they
+//! would see real hardware. Policies never read the settings.
+//!
+//! The application's codelet is never written (it may be `const`, and
+//! workers may be reading it): one copy per version of each codelet is
+//! made, leaked, and reused for every later task of it (the original is
+//! compared with a snapshot at each submission, so a codelet the
+//! application changes between submissions gets a new copy, up to
+//! [`MAX_REVISIONS`] versions). The copy shares everything else with the
+//! original (name, performance model, access modes), but it is the struct
+//! StarPU sees: StarPU's own writes into the codelet (`checked`,
+//! `per_worker_stats`) go to the copy, and the application sees the copy in
+//! `task->cl` after submission.
 //!
 //! Without `PLB_EMULATE` nothing is touched: the interposed submit functions
 //! forward the call untouched.
@@ -20,13 +31,15 @@
 //! around such a codelet then adds nothing more.
 
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
-use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_int, c_uint, c_ulong, c_void};
+use std::mem::{MaybeUninit, offset_of, size_of};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use starpu_sys as sys;
 
+use super::ctx::now_us;
 use super::guard::ffi_guard;
 use crate::emulation::{Emulation, Workers};
 
@@ -49,20 +62,47 @@ type SubmitCtxFn = unsafe extern "C" fn(*mut sys::starpu_task, c_uint) -> c_int;
 /// The emulation in force since the last successful `starpu_initialize`.
 struct Active {
     spec: Emulation,
-    t0: Instant,
+    /// StarPU clock (`starpu_timing_now`, µs) when the emulation started.
+    t0_us: f64,
 }
 
 static ACTIVE: RwLock<Option<Arc<Active>>> = RwLock::new(None);
 /// Parsed by [`before_init`], activated by [`after_init`] on success.
 static PENDING: Mutex<Option<Emulation>> = Mutex::new(None);
 
-/// Original implementations of each wrapped codelet (by address), indexed
-/// by device kind and implementation slot. Entries are never removed: a
-/// codelet's slots keep pointing at trampolines for the whole process.
+/// Original implementations of a private codelet copy, indexed by device
+/// kind and implementation slot.
 type Originals = [[Option<Kernel>; NIMPL]; 3];
-static WRAPPED: RwLock<Option<HashMap<usize, Originals>>> = RwLock::new(None);
-/// Codelets already warned about (nothing to wrap).
-static WARNED: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+/// Versions of one application codelet kept at most (each has a leaked
+/// copy); a codelet changed more often than this is refused.
+pub const MAX_REVISIONS: usize = 16;
+
+const CODELET_SIZE: usize = size_of::<sys::starpu_codelet>();
+/// `per_worker_stats`, which StarPU increments at every execution of a
+/// codelet it was given: left out of the comparison with the snapshot.
+const STATS_START: usize = offset_of!(sys::starpu_codelet, per_worker_stats);
+const STATS_END: usize = STATS_START + size_of::<[c_ulong; sys::STARPU_NMAXWORKERS as usize]>();
+
+/// One version of an application codelet.
+struct Revision {
+    /// The original's bytes when this version was seen.
+    snapshot: Box<[MaybeUninit<u8>]>,
+    /// Address of the leaked private copy given to StarPU instead; `None`
+    /// when the codelet has no implementation to wrap (it is left alone).
+    copy: Option<usize>,
+}
+
+#[derive(Default)]
+struct Registry {
+    /// Application codelet address -> its versions seen so far.
+    by_original: HashMap<usize, Vec<Revision>>,
+    /// Private copy address -> the functions its trampolines call. Entries
+    /// are never removed: copies live for the whole process.
+    by_copy: HashMap<usize, Originals>,
+}
+
+static REGISTRY: RwLock<Option<Registry>> = RwLock::new(None);
 
 thread_local! {
     /// Set by [`emulate_after`] so that the trampoline around the same task
@@ -120,7 +160,7 @@ pub(crate) fn after_init(ret: c_int) -> c_int {
         let act = pending.map(|spec| {
             Arc::new(Active {
                 spec,
-                t0: Instant::now(),
+                t0_us: now_us(),
             })
         });
         if let Some(a) = &act {
@@ -173,9 +213,15 @@ fn worker_name(id: c_uint) -> String {
     }
 }
 
-/// The busy-wait for a task body that started at `start` and ran for
-/// `elapsed` on the calling worker, under the active emulation.
-fn extra_for_current_worker(start: Instant, elapsed: Duration) -> Duration {
+/// Microseconds as a duration (0 for negative or NaN).
+fn us(d: f64) -> Duration {
+    Duration::try_from_secs_f64(d / 1e6).unwrap_or(Duration::ZERO)
+}
+
+/// The busy-wait for a task body that started at `start_us` (StarPU
+/// clock) and ran for `elapsed` on the calling worker, under the active
+/// emulation.
+fn extra_for_current_worker(start_us: f64, elapsed: Duration) -> Duration {
     let Some(a) = active() else {
         return Duration::ZERO;
     };
@@ -184,16 +230,16 @@ fn extra_for_current_worker(start: Instant, elapsed: Duration) -> Duration {
     let Ok(id) = u32::try_from(id) else {
         return Duration::ZERO;
     };
-    a.spec
-        .extra(id, start.saturating_duration_since(a.t0), elapsed)
+    a.spec.extra(id, us(start_us - a.t0_us), elapsed)
 }
 
+/// Busy-waits `d` on StarPU's clock.
 fn spin_for(d: Duration) {
     if d.is_zero() {
         return;
     }
-    let until = Instant::now() + d;
-    while Instant::now() < until {
+    let until = now_us() + d.as_secs_f64() * 1e6;
+    while now_us() < until {
         std::hint::spin_loop();
     }
 }
@@ -205,10 +251,8 @@ fn spin_for(d: Duration) {
 /// trampoline around the same task then adds nothing.
 pub fn emulate_after(elapsed_s: f64) -> f64 {
     let elapsed = Duration::try_from_secs_f64(elapsed_s).unwrap_or(Duration::ZERO);
-    let start = Instant::now()
-        .checked_sub(elapsed)
-        .unwrap_or_else(Instant::now);
-    let extra = extra_for_current_worker(start, elapsed);
+    let start_us = now_us() - elapsed.as_secs_f64() * 1e6;
+    let extra = extra_for_current_worker(start_us, elapsed);
     SELF_EMULATED.with(|c| c.set(true));
     spin_for(extra);
     extra.as_secs_f64()
@@ -226,35 +270,39 @@ unsafe extern "C" fn trampoline<const KIND: usize, const IDX: usize>(
     buffers: *mut *mut c_void,
     cl_arg: *mut c_void,
 ) {
-    // SAFETY: a trampoline only runs as a codelet implementation, on a
-    // StarPU worker executing a task.
-    let task = unsafe { sys::starpu_task_get_current() };
-    let original = ffi_guard("emulation trampoline", None, || {
-        if task.is_null() {
-            return None;
+    ffi_guard("emulation trampoline", (), || {
+        // SAFETY: a trampoline only runs as a codelet implementation, on a
+        // StarPU worker executing a task; the current task is valid while
+        // it executes.
+        let original = unsafe {
+            let task = sys::starpu_task_get_current();
+            if task.is_null() {
+                None
+            } else {
+                let cl = (*task).cl as usize;
+                read(&REGISTRY)
+                    .as_ref()
+                    .and_then(|r| r.by_copy.get(&cl))
+                    .and_then(|o| o[KIND][IDX])
+            }
+        };
+        let Some(original) = original else {
+            eprintln!(
+                "plb: error: {ENV} trampoline ({} implementation {IDX}) cannot find the original codelet function; aborting",
+                KINDS[KIND]
+            );
+            std::process::abort();
+        };
+        SELF_EMULATED.with(|c| c.set(false));
+        let start_us = now_us();
+        // SAFETY: the application's implementation, called with the
+        // arguments StarPU gave us.
+        unsafe { original(buffers, cl_arg) };
+        let elapsed = us(now_us() - start_us);
+        if !SELF_EMULATED.with(|c| c.replace(false)) {
+            spin_for(extra_for_current_worker(start_us, elapsed));
         }
-        // SAFETY: the current task is valid while it executes.
-        let cl = unsafe { (*task).cl } as usize;
-        read(&WRAPPED).as_ref()?.get(&cl)?[KIND][IDX]
-    });
-    let Some(original) = original else {
-        eprintln!(
-            "plb: error: {ENV} trampoline ({} implementation {IDX}) cannot find the original codelet function; aborting",
-            KINDS[KIND]
-        );
-        std::process::abort();
-    };
-    SELF_EMULATED.with(|c| c.set(false));
-    let start = Instant::now();
-    // SAFETY: the application's implementation, called with the arguments
-    // StarPU gave us.
-    unsafe { original(buffers, cl_arg) };
-    let elapsed = start.elapsed();
-    if !SELF_EMULATED.with(|c| c.replace(false)) {
-        ffi_guard("emulation trampoline", (), || {
-            spin_for(extra_for_current_worker(start, elapsed));
-        });
-    }
+    })
 }
 
 const fn row<const KIND: usize>() -> [Kernel; NIMPL] {
@@ -291,7 +339,7 @@ static TRAMPOLINES: [[Kernel; NIMPL]; 3] = [row::<CPU>(), row::<CUDA>(), row::<O
 unsafe fn slot(cl: *mut sys::starpu_codelet, k: usize, i: usize) -> *mut Option<Kernel> {
     // SAFETY: per the contract; the three fields are arrays of
     // `Option<unsafe extern "C" fn(*mut *mut c_void, *mut c_void)>`. Raw
-    // pointers only: workers may read these slots concurrently.
+    // pointers only: no reference to a struct others may access.
     unsafe {
         match k {
             CPU => &raw mut (*cl).cpu_funcs[i],
@@ -314,78 +362,153 @@ fn codelet_name(cl: *const sys::starpu_codelet) -> String {
     }
 }
 
-/// Replaces `cl`'s implementations by trampolines (once; again for slots
-/// the application changed since). `Err` is the submit return code.
+/// A byte copy of the codelet at `cl`.
 ///
 /// # Safety
-/// `cl` must be a live codelet owned by the application.
-unsafe fn wrap(cl: *mut sys::starpu_codelet) -> Result<(), c_int> {
-    let addr = cl as usize;
-    let is_tramp = |k: usize, i: usize, f: Kernel| f as usize == TRAMPOLINES[k][i] as usize;
-    // Fast path: a known codelet whose slots are all still ours.
-    {
-        let map = read(&WRAPPED);
-        if let Some(orig) = map.as_ref().and_then(|m| m.get(&addr)) {
-            let same = (0..3).all(|k| {
-                // SAFETY: reading the slots of a live codelet.
-                (0..NIMPL).all(|i| match unsafe { slot(cl, k, i).read() } {
-                    None => orig[k][i].is_none(),
-                    Some(f) => is_tramp(k, i, f),
-                })
-            });
-            if same {
-                return Ok(());
-            }
-        }
-    }
-    let mut map = write(&WRAPPED);
-    let map = map.get_or_insert_with(HashMap::new);
-    let known = map.contains_key(&addr);
-    let mut orig: Originals = map.get(&addr).copied().unwrap_or([[None; NIMPL]; 3]);
-    let mut any = false;
-    for k in 0..3 {
-        for i in 0..NIMPL {
-            // SAFETY: reading a slot of a live codelet.
-            match unsafe { slot(cl, k, i).read() } {
-                None => orig[k][i] = None,
-                Some(f) if is_tramp(k, i, f) => {
-                    if !known {
-                        eprintln!(
-                            "plb: error: {ENV}: codelet {} was copied from an emulated codelet after its first \
-                             submission; its original functions are unknown (copy the codelet before submitting it)",
-                            codelet_name(cl)
-                        );
-                        return Err(-libc::EINVAL);
-                    }
-                    any = true;
-                }
-                Some(f) => {
-                    orig[k][i] = Some(f);
-                    // SAFETY: a live, application-owned codelet; before its
-                    // first submission through us no task of it is in
-                    // StarPU, later only slots the application changed are
-                    // written (a pointer-sized store).
-                    unsafe { slot(cl, k, i).write(Some(TRAMPOLINES[k][i])) };
-                    any = true;
-                }
-            }
-        }
-    }
-    map.insert(addr, orig);
-    if !any {
-        let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
-        if warned.get_or_insert_with(HashSet::new).insert(addr) {
-            eprintln!(
-                "plb: warning: {ENV}: codelet {} has no cpu_funcs/cuda_funcs/opencl_funcs pointer \
-                 (deprecated cpu_func, cpu_funcs_name only, or another device): not emulated",
-                codelet_name(cl)
-            );
-        }
-    }
-    Ok(())
+/// `cl` must point to a live codelet.
+unsafe fn snapshot(cl: *const sys::starpu_codelet) -> Box<[MaybeUninit<u8>]> {
+    let mut bytes = vec![MaybeUninit::<u8>::uninit(); CODELET_SIZE].into_boxed_slice();
+    // SAFETY: both regions are CODELET_SIZE bytes and distinct; an untyped
+    // copy keeps every byte, padding included.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            cl as *const MaybeUninit<u8>,
+            bytes.as_mut_ptr(),
+            CODELET_SIZE,
+        )
+    };
+    bytes
 }
 
-/// Wraps the codelet of `task` when an emulation is active.
+/// Whether the codelet at `cl` has the bytes of `snapshot`, apart from
+/// `per_worker_stats`.
+///
+/// # Safety
+/// `cl` must point to a live codelet.
+unsafe fn unchanged(cl: *const sys::starpu_codelet, snapshot: &[MaybeUninit<u8>]) -> bool {
+    let (a, b) = (cl as *const u8, snapshot.as_ptr() as *const u8);
+    // SAFETY: both regions are CODELET_SIZE bytes; memcmp compares bytes
+    // (padding included, which the byte copy preserved).
+    unsafe {
+        libc::memcmp(a.cast(), b.cast(), STATS_START) == 0
+            && libc::memcmp(
+                a.add(STATS_END).cast(),
+                b.add(STATS_END).cast(),
+                CODELET_SIZE - STATS_END,
+            ) == 0
+    }
+}
+
+/// The known version of `cl` that matches its current bytes, if any.
+///
+/// # Safety
+/// `cl` must point to a live codelet.
+unsafe fn known(revisions: &[Revision], cl: *const sys::starpu_codelet) -> Option<&Revision> {
+    revisions
+        .iter()
+        .rev()
+        // SAFETY: per the contract.
+        .find(|r| unsafe { unchanged(cl, &r.snapshot) })
+}
+
+/// The codelet StarPU must get instead of the application's `cl`: the
+/// private copy with trampolines of `cl`'s current version (made now if
+/// needed), `cl` itself when it is already one of our copies or has
+/// nothing to wrap. Nothing is written into `cl`. `Err` is the submit
+/// return code.
+///
+/// # Safety
+/// `cl` must point to a live codelet (it is only read).
+unsafe fn substitute(cl: *mut sys::starpu_codelet) -> Result<*mut sys::starpu_codelet, c_int> {
+    let addr = cl as usize;
+    let pick = |r: &Revision| r.copy.map_or(cl, |c| c as *mut sys::starpu_codelet);
+    // Fast path: a resubmitted task, or a known version.
+    if let Some(reg) = read(&REGISTRY).as_ref() {
+        if reg.by_copy.contains_key(&addr) {
+            return Ok(cl);
+        }
+        if let Some(revisions) = reg.by_original.get(&addr) {
+            // SAFETY: `cl` is live per the contract.
+            if let Some(r) = unsafe { known(revisions, cl) } {
+                return Ok(pick(r));
+            }
+        }
+    }
+    let mut guard = write(&REGISTRY);
+    let Registry {
+        by_original,
+        by_copy,
+    } = guard.get_or_insert_with(Registry::default);
+    if by_copy.contains_key(&addr) {
+        return Ok(cl);
+    }
+    let revisions = by_original.entry(addr).or_default();
+    // SAFETY: as above (another thread may have added it meanwhile).
+    if let Some(r) = unsafe { known(revisions, cl) } {
+        return Ok(pick(r));
+    }
+    if revisions.len() >= MAX_REVISIONS {
+        eprintln!(
+            "plb: error: {ENV}: codelet {} changed more than {MAX_REVISIONS} times between \
+             submissions; refusing the task (each version needs a private copy)",
+            codelet_name(cl)
+        );
+        return Err(-libc::EINVAL);
+    }
+    let is_tramp = |k: usize, i: usize, f: Kernel| f as usize == TRAMPOLINES[k][i] as usize;
+    let mut originals: Originals = [[None; NIMPL]; 3];
+    for (k, row) in originals.iter_mut().enumerate() {
+        for (i, orig) in row.iter_mut().enumerate() {
+            // SAFETY: reading a slot of a live codelet.
+            let f = unsafe { slot(cl, k, i).read() };
+            if let Some(f) = f
+                && is_tramp(k, i, f)
+            {
+                eprintln!(
+                    "plb: error: {ENV}: codelet {} holds the emulation's trampolines (copied from \
+                     a submitted task's task->cl?); its original functions are unknown",
+                    codelet_name(cl)
+                );
+                return Err(-libc::EINVAL);
+            }
+            *orig = f;
+        }
+    }
+    let any = originals.iter().flatten().any(Option::is_some);
+    let copy = if any {
+        let copy = Box::leak(Box::new(MaybeUninit::<sys::starpu_codelet>::uninit())).as_mut_ptr();
+        // SAFETY: `copy` is a fresh, exclusively owned codelet-sized
+        // allocation, filled byte for byte from the live `cl`, then its
+        // non-empty slots are pointed at the trampolines, all before it is
+        // published (StarPU only sees it once it is in a submitted task).
+        unsafe {
+            std::ptr::copy_nonoverlapping(cl as *const u8, copy as *mut u8, CODELET_SIZE);
+            for (k, row) in originals.iter().enumerate() {
+                for (i, orig) in row.iter().enumerate() {
+                    if orig.is_some() {
+                        slot(copy, k, i).write(Some(TRAMPOLINES[k][i]));
+                    }
+                }
+            }
+        }
+        by_copy.insert(copy as usize, originals);
+        Some(copy as usize)
+    } else {
+        eprintln!(
+            "plb: warning: {ENV}: codelet {} has no cpu_funcs/cuda_funcs/opencl_funcs pointer \
+             (deprecated cpu_func, cpu_funcs_name only, or another device): not emulated",
+            codelet_name(cl)
+        );
+        None
+    };
+    // SAFETY: `cl` is live.
+    let snapshot = unsafe { snapshot(cl) };
+    revisions.push(Revision { snapshot, copy });
+    Ok(copy.map_or(cl, |c| c as *mut sys::starpu_codelet))
+}
+
+/// Gives the task the private copy of its codelet when an emulation is
+/// active.
 fn prepare(task: *mut sys::starpu_task) -> Result<(), c_int> {
     if task.is_null() || read(&ACTIVE).is_none() {
         return Ok(());
@@ -395,8 +518,14 @@ fn prepare(task: *mut sys::starpu_task) -> Result<(), c_int> {
     if cl.is_null() {
         return Ok(());
     }
-    // SAFETY: a submitted task's codelet is live and the application's.
-    unsafe { wrap(cl) }
+    // SAFETY: a submitted task's codelet is live; it is only read.
+    let ours = unsafe { substitute(cl) }?;
+    if ours != cl {
+        // SAFETY: the task is being submitted by the calling thread and is
+        // not in StarPU yet: nobody else reads its `cl` now.
+        unsafe { (*task).cl = ours };
+    }
+    Ok(())
 }
 
 fn next_symbol(symbol: &CStr) -> Option<usize> {
@@ -426,15 +555,19 @@ fn real_submit_to_ctx() -> Option<SubmitCtxFn> {
 /// Same contract as StarPU's `starpu_task_submit`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn starpu_task_submit(task: *mut sys::starpu_task) -> c_int {
-    let Some(real) = real_submit() else {
-        eprintln!("plb: error: StarPU's starpu_task_submit was not found (is libstarpu loaded?)");
-        return -libc::ENOSYS;
-    };
-    if let Err(code) = ffi_guard("starpu_task_submit", Ok(()), || prepare(task)) {
-        return code;
-    }
-    // SAFETY: forwards the caller's task.
-    unsafe { real(task) }
+    ffi_guard("starpu_task_submit", -libc::EINVAL, || {
+        let Some(real) = real_submit() else {
+            eprintln!(
+                "plb: error: StarPU's starpu_task_submit was not found (is libstarpu loaded?)"
+            );
+            return -libc::ENOSYS;
+        };
+        if let Err(code) = prepare(task) {
+            return code;
+        }
+        // SAFETY: forwards the caller's task.
+        unsafe { real(task) }
+    })
 }
 
 /// Interposed `starpu_task_submit_to_ctx` (StarPU calls its own
@@ -447,15 +580,17 @@ pub unsafe extern "C" fn starpu_task_submit_to_ctx(
     task: *mut sys::starpu_task,
     sched_ctx_id: c_uint,
 ) -> c_int {
-    let Some(real) = real_submit_to_ctx() else {
-        eprintln!(
-            "plb: error: StarPU's starpu_task_submit_to_ctx was not found (is libstarpu loaded?)"
-        );
-        return -libc::ENOSYS;
-    };
-    if let Err(code) = ffi_guard("starpu_task_submit_to_ctx", Ok(()), || prepare(task)) {
-        return code;
-    }
-    // SAFETY: forwards the caller's arguments.
-    unsafe { real(task, sched_ctx_id) }
+    ffi_guard("starpu_task_submit_to_ctx", -libc::EINVAL, || {
+        let Some(real) = real_submit_to_ctx() else {
+            eprintln!(
+                "plb: error: StarPU's starpu_task_submit_to_ctx was not found (is libstarpu loaded?)"
+            );
+            return -libc::ENOSYS;
+        };
+        if let Err(code) = prepare(task) {
+            return code;
+        }
+        // SAFETY: forwards the caller's arguments.
+        unsafe { real(task, sched_ctx_id) }
+    })
 }

@@ -18,3 +18,19 @@ pub(crate) fn ffi_guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ffi_guard;
+
+    #[test]
+    fn a_panic_becomes_the_fallback_and_a_value_passes_through() {
+        assert_eq!(ffi_guard("test", -1, || 7), 7);
+        let r = ffi_guard("test", -1, || -> i32 { panic!("boom {}", 1) });
+        assert_eq!(r, -1);
+        let r = ffi_guard("test", None, || -> Option<u8> {
+            std::panic::panic_any(3u8)
+        });
+        assert_eq!(r, None);
+    }
+}

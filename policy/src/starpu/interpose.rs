@@ -3,16 +3,30 @@
 //! * StarPU 1.4: `STARPU_SCHED_LIB=libstarpu_plb.so` makes StarPU call
 //!   [`starpu_get_sched_lib_policy`] / [`starpu_get_sched_lib_policies`].
 //! * StarPU 1.3 has no such hook, so the library is `LD_PRELOAD`ed and
-//!   interposes `starpu_initialize` (which `starpu_init`, starpu-mpi,
-//!   starpurm and OpenMP all reach through the PLT). When `STARPU_SCHED`
-//!   names one of our policies, the call is forwarded with a copy of the
-//!   caller's configuration whose `sched_policy` is ours; `STARPU_SCHED` is
-//!   hidden during the call so StarPU neither overrides the choice nor warns
-//!   about an unknown name. Anything else passes through untouched.
+//!   interposes two of libstarpu's functions, both reached through its PLT:
+//!   - `_starpu_select_sched_policy(config, name)`, StarPU's one place that
+//!     turns a policy name (`STARPU_SCHED`, `conf.sched_policy_name` or a
+//!     context's `STARPU_SCHED_CTX_POLICY_NAME`) into a policy: a name of
+//!     ours returns our struct before StarPU's own lookup runs (which would
+//!     warn "scheduling policy ... was not found"); anything else is
+//!     forwarded.
+//!   - `starpu_initialize` (which `starpu_init`, starpu-mpi, starpurm and
+//!     OpenMP all reach): validates the `PLB_*` settings and, when
+//!     `STARPU_SCHED` names one of our policies, also forwards a copy of the
+//!     caller's configuration whose `sched_policy` is ours, so that StarPU
+//!     runs our policy even where the first interposition is not reached.
+//!
+//!   The environment is only read, never written: StarPU reads
+//!   `STARPU_SCHED` again at every `starpu_initialize`, so a second
+//!   initialisation in the same process gets the same policy.
+//!   `docs/architecture.md` ("How StarPU loads the library") has the
+//!   details of StarPU 1.3's lookup.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
+#[cfg(starpu_1_3)]
+use std::io::Write;
 use std::mem::MaybeUninit;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use starpu_sys as sys;
 
@@ -37,9 +51,6 @@ fn real_initialize() -> Option<InitializeFn> {
     // SAFETY: the symbol is StarPU's starpu_initialize, of this type.
     Some(unsafe { std::mem::transmute::<usize, InitializeFn>(addr) })
 }
-
-/// Serialises concurrent `starpu_initialize` calls while `STARPU_SCHED` is hidden.
-static INIT_LOCK: Mutex<()> = Mutex::new(());
 
 /// Which of our policies `STARPU_SCHED` selects, if any; prints our list
 /// for `STARPU_SCHED=help` (StarPU then prints its own).
@@ -81,21 +92,37 @@ pub unsafe extern "C" fn starpu_initialize(
     argc: *mut c_int,
     argv: *mut *mut *mut c_char,
 ) -> c_int {
+    // A panic can only come before StarPU's call (which does not unwind)
+    // or from after_init (guarded itself), so -EINVAL means "not started".
+    ffi_guard("starpu_initialize", -libc::EINVAL, || {
+        // SAFETY: the caller's arguments, per the contract.
+        unsafe { initialize(conf, argc, argv) }
+    })
+}
+
+/// The body of [`starpu_initialize`].
+///
+/// # Safety
+/// Same contract as StarPU's `starpu_initialize`.
+unsafe fn initialize(
+    conf: *mut sys::starpu_conf,
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+) -> c_int {
     let Some(real) = real_initialize() else {
         eprintln!("plb: error: StarPU's starpu_initialize was not found (is libstarpu loaded?)");
         return -libc::ENOSYS;
     };
-    if let Err(code) = ffi_guard("starpu_initialize", Err(-libc::EINVAL), check_settings) {
+    if let Err(code) = check_settings() {
         return code;
     }
     if let Err(code) = super::emulate::before_init() {
         return code;
     }
-    let Some((name, policy)) = ffi_guard("starpu_initialize", None, selected_policy) else {
+    let Some((name, policy)) = selected_policy() else {
         // SAFETY: untouched pass-through of the caller's arguments.
         return super::emulate::after_init(unsafe { real(conf, argc, argv) });
     };
-    let _serial = INIT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let mut ours = MaybeUninit::<sys::starpu_conf>::zeroed();
     // SAFETY: copies the caller's conf when given (StarPU copies it too),
     // else fills a fresh one; both leave `ours` initialised.
@@ -110,14 +137,71 @@ pub unsafe extern "C" fn starpu_initialize(
     ours.sched_policy = policy;
     ours.sched_policy_name = std::ptr::null();
     log::info!("installing plb policy {name} through starpu_initialize");
-    // SAFETY: environment changes are serialised by INIT_LOCK; StarPU reads
-    // STARPU_SCHED only during initialisation.
-    unsafe { std::env::remove_var("STARPU_SCHED") };
     // SAFETY: forwards to StarPU with a valid conf and the caller's argv.
+    // StarPU finds `STARPU_SCHED` (unchanged) through our
+    // `_starpu_select_sched_policy`; the conf's `sched_policy` is the
+    // fallback it uses when a name lookup fails.
     let ret = unsafe { real(&mut ours, argc, argv) };
-    // SAFETY: as above.
-    unsafe { std::env::set_var("STARPU_SCHED", &name) };
     super::emulate::after_init(ret)
+}
+
+#[cfg(starpu_1_3)]
+type SelectFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut sys::starpu_sched_policy;
+
+/// Interposed internal function of StarPU 1.3 (exported by Debian's
+/// libstarpu and called through its PLT): `struct starpu_sched_policy
+/// *_starpu_select_sched_policy(struct _starpu_machine_config *config,
+/// const char *required_policy)`. Called by `starpu_initialize` with the
+/// configuration's `sched_policy_name` (which StarPU sets from
+/// `STARPU_SCHED`) and by `starpu_sched_ctx_create` with a context's
+/// policy name. Our names return our struct; StarPU's lookup, which only
+/// knows its built-in list and warns about any other name, is not run for
+/// them.
+///
+/// # Safety
+/// Same contract as StarPU's function: `required_policy` is NULL or a
+/// NUL-terminated string; `config` is passed through untouched.
+#[cfg(starpu_1_3)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _starpu_select_sched_policy(
+    config: *mut c_void,
+    required_policy: *const c_char,
+) -> *mut sys::starpu_sched_policy {
+    let selected = ffi_guard("_starpu_select_sched_policy", None, || {
+        if !required_policy.is_null() {
+            // SAFETY: not NULL; StarPU passes a NUL-terminated name.
+            let name = unsafe { CStr::from_ptr(required_policy) };
+            if let Some(p) = name.to_str().ok().and_then(policy_by_name) {
+                return Some(p);
+            }
+        }
+        // SAFETY: StarPU's function, with the caller's arguments.
+        real_select().map(|real| unsafe { real(config, required_policy) })
+    });
+    // StarPU's own function never returns NULL (it falls back to `lws`),
+    // and StarPU would dereference it: stop with a message instead.
+    match selected {
+        Some(p) if !p.is_null() => p,
+        _ => {
+            // writeln! on stderr returns errors instead of panicking.
+            let _ = writeln!(
+                std::io::stderr(),
+                "plb: error: no scheduling policy could be selected (StarPU's \
+                 _starpu_select_sched_policy not found, or a panic above); aborting"
+            );
+            std::process::abort()
+        }
+    }
+}
+
+#[cfg(starpu_1_3)]
+fn real_select() -> Option<SelectFn> {
+    static REAL: OnceLock<Option<usize>> = OnceLock::new();
+    let addr =
+        (*REAL.get_or_init(|| next_symbol(c"_starpu_select_sched_policy").map(|p| p as usize)))?;
+    // SAFETY: the symbol is StarPU 1.3's _starpu_select_sched_policy, of
+    // this type.
+    Some(unsafe { std::mem::transmute::<usize, SelectFn>(addr) })
 }
 
 /// Interposed so that code iterating StarPU's known policies sees ours too.
@@ -133,32 +217,40 @@ pub unsafe extern "C" fn starpu_sched_get_predefined_policies() -> *mut *mut sys
     // SAFETY: as above.
     unsafe impl Sync for List {}
     static MERGED: OnceLock<List> = OnceLock::new();
-    let merged = MERGED.get_or_init(|| {
-        let mut all = Vec::new();
-        if let Some(f) = next_symbol(c"starpu_sched_get_predefined_policies") {
-            // SAFETY: StarPU's function of this type, returning a
-            // NULL-terminated array of static structs.
+    /// Returned if building the merged list panicked: an empty list (the
+    /// terminating NULL alone; callers only read it).
+    static EMPTY: [usize; 1] = [0];
+    let merged = ffi_guard("starpu_sched_get_predefined_policies", None, || {
+        Some(MERGED.get_or_init(|| {
+            let mut all = Vec::new();
+            if let Some(f) = next_symbol(c"starpu_sched_get_predefined_policies") {
+                // SAFETY: StarPU's function of this type, returning a
+                // NULL-terminated array of static structs.
+                unsafe {
+                    let real: PredefinedFn = std::mem::transmute(f);
+                    let mut p = real();
+                    while !p.is_null() && !(*p).is_null() {
+                        all.push(*p);
+                        p = p.add(1);
+                    }
+                }
+            }
+            // SAFETY: the registry's list is NULL-terminated.
             unsafe {
-                let real: PredefinedFn = std::mem::transmute(f);
-                let mut p = real();
-                while !p.is_null() && !(*p).is_null() {
+                let mut p = null_terminated();
+                while !(*p).is_null() {
                     all.push(*p);
                     p = p.add(1);
                 }
             }
-        }
-        // SAFETY: the registry's list is NULL-terminated.
-        unsafe {
-            let mut p = null_terminated();
-            while !(*p).is_null() {
-                all.push(*p);
-                p = p.add(1);
-            }
-        }
-        all.push(std::ptr::null_mut());
-        List(all)
+            all.push(std::ptr::null_mut());
+            List(all)
+        }))
     });
-    merged.0.as_ptr() as *mut _
+    match merged {
+        Some(list) => list.0.as_ptr() as *mut _,
+        None => EMPTY.as_ptr() as *mut *mut sys::starpu_sched_policy,
+    }
 }
 
 /// StarPU 1.4 `STARPU_SCHED_LIB` entry point: our policy named `name`, or
@@ -170,17 +262,14 @@ pub unsafe extern "C" fn starpu_sched_get_predefined_policies() -> *mut *mut sys
 pub unsafe extern "C" fn starpu_get_sched_lib_policy(
     name: *const c_char,
 ) -> *mut sys::starpu_sched_policy {
-    if name.is_null() {
-        return std::ptr::null_mut();
-    }
-    // SAFETY: non-null NUL-terminated string per the contract.
-    let name = unsafe { CStr::from_ptr(name) }
-        .to_string_lossy()
-        .into_owned();
-    ffi_guard("starpu_get_sched_lib_policy", None, || {
-        policy_by_name(&name)
+    ffi_guard("starpu_get_sched_lib_policy", std::ptr::null_mut(), || {
+        if name.is_null() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: non-null NUL-terminated string per the contract.
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        policy_by_name(&name).unwrap_or(std::ptr::null_mut())
     })
-    .unwrap_or(std::ptr::null_mut())
 }
 
 /// StarPU 1.4 `STARPU_SCHED_LIB` entry point: every policy of this

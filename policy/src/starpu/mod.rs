@@ -6,6 +6,13 @@
 //! `starpu_initialize` on 1.3, `STARPU_SCHED_LIB` entry points on 1.4).
 //! Every `unsafe` block of the policy crate lives under this module.
 
+// The adapter is the policy crate's one door to C: StarPU's callbacks, its
+// API, the interposed symbols (`no_mangle`) and the divisible-load C API
+// all need unsafe code, which the workspace denies everywhere else. This
+// allowance covers this module and its submodules only; every unsafe block
+// still needs a `// SAFETY:` comment (clippy's undocumented_unsafe_blocks).
+#![allow(unsafe_code)]
+
 mod callbacks;
 mod ctx;
 pub mod divisible_ffi;
@@ -21,6 +28,24 @@ pub use emulate::{ENV as EMULATE_ENV, emulate_after};
 pub use interpose::known_policies;
 pub use registry::{policy_by_name, registered_policies};
 pub use task::{Task, TaskRef};
+
+/// What a pop gives: a task (or none) and the workers to wake.
+#[derive(Default)]
+pub struct Popped {
+    /// The task for the asking worker.
+    pub task: Option<Task>,
+    /// Workers to wake (outside the policy's locks).
+    pub wake: Vec<WorkerId>,
+}
+
+impl From<Option<Task>> for Popped {
+    fn from(task: Option<Task>) -> Popped {
+        Popped {
+            task,
+            wake: Vec::new(),
+        }
+    }
+}
 
 /// A scheduling policy, one instance per StarPU scheduling context.
 ///
@@ -44,8 +69,13 @@ pub trait SchedPolicy: Send + Sync + 'static {
     /// Workers joined the context.
     fn add_workers(&self, _ctx: SchedCtx, _workers: &[WorkerId]) {}
 
-    /// Workers left the context.
-    fn remove_workers(&self, _ctx: SchedCtx, _workers: &[WorkerId]) {}
+    /// Workers left the context. Returns the remaining workers to wake
+    /// because the change may have given them work (e.g. tasks queued for
+    /// the workers that left); the adapter wakes them after the policy has
+    /// released every lock, as for [`SchedPolicy::push`].
+    fn remove_workers(&self, _ctx: SchedCtx, _workers: &[WorkerId]) -> Vec<WorkerId> {
+        Vec::new()
+    }
 
     /// A task became ready. The policy queues it (calling
     /// [`Task::announce_pushed`] while the task cannot yet be taken) and
@@ -54,14 +84,31 @@ pub trait SchedPolicy: Send + Sync + 'static {
     fn push(&self, ctx: SchedCtx, task: Task) -> Vec<WorkerId>;
 
     /// Worker `worker` asks for a task. Called often (drivers poll), so the
-    /// empty case must be cheap.
-    fn pop(&self, ctx: SchedCtx, worker: WorkerId) -> Option<Task>;
+    /// empty case must be cheap. Besides the task, the answer names the
+    /// workers to wake because this pop made work available to them (an
+    /// epoch gave them a block); woken by the adapter after every lock is
+    /// released, as for [`SchedPolicy::push`].
+    fn pop(&self, ctx: SchedCtx, worker: WorkerId) -> Popped;
 
     /// A task is about to start on `worker`.
     fn pre_exec(&self, _ctx: SchedCtx, _task: TaskRef<'_>, _worker: WorkerId) {}
 
-    /// A task has finished on `worker` (not called for StarPU-internal tasks).
-    fn post_exec(&self, _ctx: SchedCtx, _task: TaskRef<'_>, _worker: WorkerId) {}
+    /// A task has finished on `worker` (not called for StarPU-internal
+    /// tasks); `ran_s` is how long it ran (pre- to post-execution hook, on
+    /// StarPU's clock), when known. Returns the workers to wake because the
+    /// completion made work available to them (e.g. an epoch progressed);
+    /// with blocking drivers a sleeping worker only looks again when woken.
+    /// Woken by the adapter after every lock is released, as for
+    /// [`SchedPolicy::push`].
+    fn post_exec(
+        &self,
+        _ctx: SchedCtx,
+        _task: TaskRef<'_>,
+        _worker: WorkerId,
+        _ran_s: Option<f64>,
+    ) -> Vec<WorkerId> {
+        Vec::new()
+    }
 
     /// Takes every task still queued (called at deinit; normally none).
     fn drain(&self) -> Vec<Task>;

@@ -171,7 +171,7 @@ impl Session {
         let lock = lock_starpu();
         let watchdog = Watchdog::arm(name, limit);
         let started = std::time::Instant::now();
-        let home = start_starpu(&lock, prefix, name, setup);
+        let home = start_starpu(&lock, prefix, &name.replace('/', "-"), setup);
         Session {
             name,
             home,
