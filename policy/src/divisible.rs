@@ -601,8 +601,8 @@ impl DivisibleRun {
         predicted: Option<f64>,
     ) {
         let Some(t) = self.trace else { return };
-        // The trace's clock: its "now" minus how long ago the block ended.
-        let end = t.now() - (self.now() - finished_at).max(0.0);
+        // The trace's clock is StarPU's, as the run's.
+        let end = self.start_us / 1e6 + finished_at;
         t.write(&Row {
             kind: "block",
             source: self.name,
@@ -629,7 +629,7 @@ impl DivisibleRun {
             return;
         }
         let kept = b.solutions();
-        let offset = t.now() - self.now();
+        let offset = self.start_us / 1e6;
         for sol in kept.iter().skip(kept.len().saturating_sub(new)) {
             let at = offset + sol.time;
             for (pu, &x) in sol.units.iter().enumerate() {

@@ -19,7 +19,6 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::Mutex;
-use std::time::Instant;
 
 use crate::starpu::now_us;
 
@@ -113,13 +112,6 @@ impl Trace {
     /// The trace time now: seconds on StarPU's clock.
     pub fn now(&self) -> f64 {
         now_us() / 1e6
-    }
-
-    /// The trace time of the moment `t` of the standard clock, for callers
-    /// not yet on StarPU's clock (the divisible-load API; new code passes
-    /// `now_us() / 1e6` instead).
-    pub fn since_open(&self, t: Instant) -> f64 {
-        (now_us() / 1e6 - t.elapsed().as_secs_f64()).max(0.0)
     }
 
     /// Appends one row (dropped beyond [`MAX_ROWS`] or after a write error,
