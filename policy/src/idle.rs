@@ -32,8 +32,13 @@ impl IdleFlags {
     }
 
     /// Clears worker `w`'s flag (a task was offered to it, or it joined).
+    /// Writes only a set flag, so clearing an already clear one does not
+    /// bounce the cache line between workers (flags are set and cleared
+    /// under the policy's lock, so the check cannot miss a concurrent set).
     pub fn clear(&self, w: usize) {
-        if let Some(f) = self.0.get(w) {
+        if let Some(f) = self.0.get(w)
+            && f.load(Ordering::Acquire)
+        {
             f.store(false, Ordering::Release);
         }
     }

@@ -108,6 +108,12 @@ struct Mailbox {
     reports: Vec<(Ticket, f64, f64)>,
 }
 
+/// A flag on a cache line of its own (each worker writes its own; the
+/// polling fast path reads it on every pop).
+#[derive(Default)]
+#[repr(align(64))]
+struct PaddedFlag(AtomicBool);
+
 /// The scheduler, the fallback models, and the counters already added to
 /// the process-wide ones.
 struct State {
@@ -135,7 +141,7 @@ pub struct TaskModePolicy {
     /// alone, by that worker's threads and by pops that flush it.
     mailboxes: Vec<Mutex<Mailbox>>,
     /// Per worker: its mailbox holds samples or reports.
-    pending: Vec<AtomicBool>,
+    pending: Vec<PaddedFlag>,
     /// Tasks held, readable without the lock.
     queued: AtomicUsize,
     idle: IdleFlags,
@@ -181,7 +187,10 @@ impl TaskModePolicy {
     /// epochs; returns the refits that are due, with the fitting
     /// configuration, to run after the lock is released.
     fn deliver(&self, st: &mut State, worker: usize) -> Vec<(RefitJob, FitConfig)> {
-        let (Some(mb), Some(flag)) = (self.mailboxes.get(worker), self.pending.get(worker)) else {
+        let (Some(mb), Some(flag)) = (
+            self.mailboxes.get(worker),
+            self.pending.get(worker).map(|p| &p.0),
+        ) else {
             return Vec::new();
         };
         if !flag.swap(false, Ordering::AcqRel) {
@@ -306,7 +315,7 @@ impl SchedPolicy for TaskModePolicy {
                 published: TaskModeCounters::default(),
             }),
             mailboxes: (0..n).map(|_| Mutex::new(Mailbox::default())).collect(),
-            pending: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            pending: (0..n).map(|_| PaddedFlag::default()).collect(),
             queued: AtomicUsize::new(0),
             idle: IdleFlags::new(n),
             model_ns: AtomicU64::new(0),
@@ -368,7 +377,7 @@ impl SchedPolicy for TaskModePolicy {
         let pending = self
             .pending
             .get(w)
-            .is_some_and(|p| p.load(Ordering::Acquire));
+            .is_some_and(|p| p.0.load(Ordering::Acquire));
         if !pending && (self.queued.load(Ordering::Acquire) == 0 || self.idle.is_idle(w)) {
             return Popped::default();
         }
@@ -436,7 +445,9 @@ impl SchedPolicy for TaskModePolicy {
             mbox.reports.push((ticket, seconds.unwrap_or(0.0), end_s));
         }
         if !mbox.samples.is_empty() || !mbox.reports.is_empty() {
-            self.pending[worker.index()].store(true, Ordering::Release);
+            self.pending[worker.index()]
+                .0
+                .store(true, Ordering::Release);
         }
         // Nothing is available to another worker before this worker's next
         // pop delivers the mailbox.

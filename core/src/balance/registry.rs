@@ -65,6 +65,9 @@ impl Args {
     }
 }
 
+/// A boxed balancer, as the registry builds them.
+pub type BoxedBalancer = Box<dyn Balancer + Send>;
+
 /// A balancer the registry knows: its name, description, parameters and
 /// constructor.
 #[derive(Debug, Clone, Copy)]
@@ -77,7 +80,7 @@ pub struct Entry {
     /// Its parameters; the first one may be given without its key.
     pub params: &'static [Param],
     /// Builds it.
-    pub build: fn(&Args, &BuildContext<'_>) -> Result<Box<dyn Balancer + Send>, String>,
+    pub build: fn(&Args, &BuildContext<'_>) -> Result<BoxedBalancer, String>,
 }
 
 /// Every balancer, one line each.

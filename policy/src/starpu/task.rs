@@ -92,6 +92,11 @@ impl Task {
     /// bus is not calibrated or the prediction is unusable. A *prediction*:
     /// StarPU does not report the time its transfers took per task.
     pub fn expected_transfer_s(&self, worker: WorkerId) -> Option<f64> {
+        // SAFETY: live task; the wrapper returns 0 without a codelet.
+        if unsafe { sys::plb_task_get_nbuffers(self.raw.as_ptr()) } == 0 {
+            // No data, nothing to move.
+            return Some(0.0);
+        }
         // SAFETY: the token owns a live task; both calls only read StarPU's
         // data and bus state and never call back into the policy.
         let us = unsafe {
