@@ -20,7 +20,7 @@ pub mod central_queue;
 pub mod config;
 pub mod diagnostics;
 pub mod divisible;
-pub mod emulation;
+pub mod emulation_spec;
 pub mod fifo;
 pub mod hold_time;
 pub mod idle;

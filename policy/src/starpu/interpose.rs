@@ -116,12 +116,12 @@ unsafe fn initialize(
     if let Err(code) = check_settings() {
         return code;
     }
-    if let Err(code) = super::emulate::before_init() {
+    if let Err(code) = super::emulate_codelets::before_init() {
         return code;
     }
     let Some((name, policy)) = selected_policy() else {
         // SAFETY: untouched pass-through of the caller's arguments.
-        return super::emulate::after_init(unsafe { real(conf, argc, argv) });
+        return super::emulate_codelets::after_init(unsafe { real(conf, argc, argv) });
     };
     let mut ours = MaybeUninit::<sys::starpu_conf>::zeroed();
     // SAFETY: copies the caller's conf when given (StarPU copies it too),
@@ -142,7 +142,7 @@ unsafe fn initialize(
     // `_starpu_select_sched_policy`; the conf's `sched_policy` is the
     // fallback it uses when a name lookup fails.
     let ret = unsafe { real(&mut ours, argc, argv) };
-    super::emulate::after_init(ret)
+    super::emulate_codelets::after_init(ret)
 }
 
 #[cfg(starpu_1_3)]

@@ -16,7 +16,7 @@
 mod callbacks;
 mod ctx;
 pub mod divisible_ffi;
-mod emulate;
+mod emulate_codelets;
 mod guard;
 mod interpose;
 mod registry;
@@ -24,7 +24,7 @@ mod task;
 
 pub use ctx::{SchedCtx, WorkerId, now_us, relaxed_lock};
 pub use divisible_ffi::{all_worker_ids, worker_kinds};
-pub use emulate::{ENV as EMULATE_ENV, emulate_after};
+pub use emulate_codelets::{ENV as EMULATE_ENV, emulate_after};
 pub use interpose::known_policies;
 pub use registry::{policy_by_name, registered_policies};
 pub use task::{Task, TaskRef};

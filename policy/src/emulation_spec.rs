@@ -3,7 +3,7 @@
 //! Pure (no StarPU, no clock): [`Emulation::parse`] reads the variable and
 //! [`Emulation::extra`] says how long a worker must busy-wait after a task
 //! body that took `elapsed`. The StarPU side (codelet trampolines, the
-//! start-up banner) is in `starpu::emulate`. Policies never read this: they
+//! start-up banner) is in `starpu::emulate_codelets`. Policies never read this: they
 //! see the slower workers only through the measured task durations.
 //!
 //! Syntax (see `docs/usage.md`, "Heterogeneity emulation"):

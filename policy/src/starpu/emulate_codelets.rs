@@ -7,7 +7,7 @@
 //! CPU, CUDA and OpenCL implementation pointers are trampolines. A
 //! trampoline runs the original implementation, measures it, and busy-waits
 //! for the emulated extra time of the worker running it (see
-//! [`crate::emulation`]). The slowdown thus happens inside the task's
+//! [`crate::emulation_spec`]). The slowdown thus happens inside the task's
 //! execution, whatever policy is active: StarPU's own `eager` and `dmda`,
 //! its performance models and our policies see the slower worker as they
 //! would see real hardware. Policies never read the settings.
@@ -41,7 +41,7 @@ use starpu_sys as sys;
 
 use super::ctx::now_us;
 use super::guard::ffi_guard;
-use crate::emulation::{Emulation, Workers};
+use crate::emulation_spec::{Emulation, Workers};
 
 /// The environment variable.
 pub const ENV: &str = "PLB_EMULATE";
