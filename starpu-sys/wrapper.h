@@ -16,6 +16,7 @@ enum starpu_data_access_mode plb_task_get_mode(const struct starpu_task *task, u
 unsigned plb_sched_ctx_workers(unsigned sched_ctx_id, int *out, unsigned max);
 /* The STARPU_NMAXWORKERS and STARPU_NMAX_SCHED_CTXS of this build. */
 unsigned plb_nmaxworkers(void);
+int plb_blocking_drivers(void);
 unsigned plb_nmax_sched_ctxs(void);
 /* Sizes and offsets as the C compiler sees them, to check bindgen's
  * layouts against (see the tests in src/lib.rs). */

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::fifo::CentralFifo;
 use crate::hold_time::HoldTimer;
 use crate::idle::IdleFlags;
-use crate::starpu::{Popped, SchedCtx, SchedPolicy, Task, WorkerId, relaxed_lock};
+use crate::starpu::{Popped, SchedCtx, SchedPolicy, Task, WorkerId, drivers_block, relaxed_lock};
 
 /// State of one scheduling context under the `greedy` policy.
 pub struct CentralQueuePolicy {
@@ -102,10 +102,15 @@ impl SchedPolicy for CentralQueuePolicy {
 impl CentralQueuePolicy {
     /// The oldest task `worker` can run, with its implementation set.
     fn take(&self, worker: WorkerId) -> Option<Task> {
-        if self.queued.load(Ordering::Acquire) == 0 {
-            return None;
-        }
-        if self.idle.is_idle(worker.index()) {
+        // An idle worker skips the lock until a push clears its flag. With
+        // polling drivers an empty queue is answered without the lock (the
+        // worker will look again). With blocking drivers (StarPU's SimGrid
+        // mode) a worker sleeps after an empty pop and only a wake brings
+        // it back, so it takes the lock and marks itself idle, and the next
+        // push sees the flag and wakes it.
+        if self.idle.is_idle(worker.index())
+            || (self.queued.load(Ordering::Acquire) == 0 && !drivers_block())
+        {
             return None;
         }
         let mut st = relaxed_lock(&self.state);

@@ -36,7 +36,9 @@ use crate::catalog::PolicyInfo;
 use crate::config::Tuning;
 use crate::hold_time::HoldTimer;
 use crate::idle::IdleFlags;
-use crate::starpu::{Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, now_us, relaxed_lock};
+use crate::starpu::{
+    Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us, relaxed_lock,
+};
 use crate::stats::ModelFigures;
 
 /// In-flight tasks tracked per worker; beyond, the oldest entry is dropped
@@ -249,10 +251,11 @@ impl TaskModePolicy {
             match popped {
                 Pop::Task(t) => break Some(t),
                 Pop::Nothing { idle } => {
-                    if idle {
-                        // Nothing now and nothing to wait for: skip the
-                        // lock until a push (or an epoch's progress)
-                        // offers something.
+                    // Nothing now: skip the lock until a push, an epoch's
+                    // progress or a block handed out notifies this worker
+                    // (and wakes it). With polling drivers a worker an
+                    // epoch may still serve keeps polling instead.
+                    if idle || drivers_block() {
                         self.idle.set(w);
                     }
                     break None;
@@ -378,7 +381,12 @@ impl SchedPolicy for TaskModePolicy {
             .pending
             .get(w)
             .is_some_and(|p| p.0.load(Ordering::Acquire));
-        if !pending && (self.queued.load(Ordering::Acquire) == 0 || self.idle.is_idle(w)) {
+        // An idle worker skips the lock until it is notified; with polling
+        // drivers an empty policy is answered without the lock; a worker
+        // finding nothing marks itself idle under the lock (see
+        // `central_queue`: blocking drivers need the flag to be woken).
+        let empty = self.queued.load(Ordering::Acquire) == 0 && !drivers_block();
+        if !pending && (empty || self.idle.is_idle(w)) {
             return Popped::default();
         }
         let (taken, wake) = self.take(worker);

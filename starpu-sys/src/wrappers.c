@@ -37,6 +37,18 @@ unsigned plb_nmaxworkers(void)
 	return STARPU_NMAXWORKERS;
 }
 
+/* 1 when StarPU's drivers put workers to sleep after an empty pop (only a
+ * wake-up brings them back: SimGrid builds, --enable-blocking-drivers), 0
+ * when they poll (STARPU_NON_BLOCKING_DRIVERS, Debian's 1.3). */
+int plb_blocking_drivers(void)
+{
+#ifdef STARPU_NON_BLOCKING_DRIVERS
+	return 0;
+#else
+	return 1;
+#endif
+}
+
 unsigned plb_nmax_sched_ctxs(void)
 {
 	return STARPU_NMAX_SCHED_CTXS;

@@ -79,3 +79,13 @@ pub(crate) fn wake_worker(worker: WorkerId) {
     // SAFETY: the id came from the context's own worker list.
     unsafe { sys::starpu_wake_worker_relax_light(worker.0 as i32) };
 }
+
+/// Whether StarPU's drivers put a worker to sleep after an empty pop (only a
+/// wake-up brings it back: SimGrid builds, `--enable-blocking-drivers`),
+/// rather than polling (Debian's 1.3). Policies then mark every worker
+/// whose pop found nothing idle, so that the next push wakes it.
+pub fn drivers_block() -> bool {
+    static BLOCK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    // SAFETY: returns a compile-time constant of the StarPU build.
+    *BLOCK.get_or_init(|| unsafe { sys::plb_blocking_drivers() } != 0)
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Builds StarPU 1.4.10 from Debian's source package into two prefixes,
+# cached outside the work tree (idempotent: a second run does nothing and
+# says so):
+#   $PLB_CACHE/starpu-1.4.10/native   CPU + OpenCL workers, MPI, examples
+#   $PLB_CACHE/starpu-1.4.10/simgrid  StarPU's SimGrid mode (simulated
+#                                     machines from sampled perf models),
+#                                     examples (cholesky, lu, sgemm, ...)
+# PLB_CACHE defaults to ~/.cache/plb. The source comes from Debian's own
+# archive: a deb-src-only entry for sid (no binary package ever comes from
+# it; Debian's StarPU 1.3 binaries stay as they are); the build
+# dependencies are bookworm's binary packages.
+# Usage: bash scripts/starpu14.sh [native|simgrid|all (default)]
+set -euo pipefail
+VERSION=1.4.10+dfsg-2
+UPSTREAM=1.4.10
+cache="${PLB_CACHE:-$HOME/.cache/plb}"
+root="$cache/starpu-$UPSTREAM"
+src="$cache/src/starpu-$UPSTREAM+dfsg"
+which="${1:-all}"
+say() { echo "starpu14: $*"; }
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+case "$which" in native | simgrid | all) ;; *)
+  echo "usage: bash scripts/starpu14.sh [native|simgrid|all]" >&2
+  exit 2
+  ;;
+esac
+targets=(native simgrid)
+[ "$which" = all ] || targets=("$which")
+
+done_all=1
+for t in "${targets[@]}"; do [ -f "$root/$t/.plb-built" ] || done_all=0; done
+if [ "$done_all" = 1 ]; then
+  say "already built: ${targets[*]} under $root (delete a prefix to rebuild it)"
+  exit 0
+fi
+
+# Build dependencies (bookworm binaries), installed only when missing.
+deps=(dpkg-dev build-essential pkg-config libhwloc-dev libltdl-dev libglpk-dev
+  mpi-default-dev libsimgrid-dev ocl-icd-opencl-dev opencl-headers libblas-dev)
+missing=()
+for p in "${deps[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+list=/etc/apt/sources.list.d/plb-starpu-src.sources
+if [ ! -f "$src/configure" ] && ! grep -qs "Suites: sid" "$list"; then
+  say "adding $list (deb-src only, suite sid) for StarPU's source package"
+  printf '%s\n' "Types: deb-src" "URIs: http://deb.debian.org/debian" "Suites: sid" \
+    "Components: main" "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" |
+    $SUDO tee "$list" >/dev/null
+  missing+=(__update__)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  say "apt-get update"
+  $SUDO apt-get update -qq
+  real=()
+  for p in "${missing[@]}"; do [ "$p" = __update__ ] || real+=("$p"); done
+  if [ ${#real[@]} -gt 0 ]; then
+    say "installing ${real[*]}"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${real[@]}"
+  fi
+fi
+
+if [ ! -f "$src/configure" ]; then
+  say "fetching the source package starpu=$VERSION"
+  mkdir -p "$cache/src"
+  (cd "$cache/src" && apt-get source -q "starpu=$VERSION")
+fi
+[ -f "$src/configure" ] || { echo "starpu14: $src/configure missing after apt-get source" >&2; exit 1; }
+
+common=(--disable-fortran --disable-build-doc --disable-starpupy --disable-cuda
+  --disable-hip --enable-maxcpus=64 --disable-fxt --disable-socl)
+build() {
+  local t="$1"
+  shift
+  local prefix="$root/$t" dir="$cache/build/starpu-$UPSTREAM-$t"
+  if [ -f "$prefix/.plb-built" ]; then
+    say "$t: already built in $prefix"
+    return
+  fi
+  local t0=$SECONDS
+  rm -rf "$dir" "$prefix"
+  mkdir -p "$dir"
+  say "$t: configure ($*)"
+  (cd "$dir" && "$src/configure" --prefix="$prefix" "${common[@]}" "$@" >configure.log 2>&1) ||
+    { tail -30 "$dir/configure.log" >&2; echo "starpu14: $t: configure failed ($dir/configure.log)" >&2; exit 1; }
+  say "$t: make -j2 (a few minutes)"
+  (cd "$dir" && make -j2 >make.log 2>&1) ||
+    { tail -30 "$dir/make.log" >&2; echo "starpu14: $t: make failed ($dir/make.log)" >&2; exit 1; }
+  say "$t: make install"
+  (cd "$dir" && make install >install.log 2>&1) ||
+    { tail -30 "$dir/install.log" >&2; echo "starpu14: $t: make install failed" >&2; exit 1; }
+  # The examples' binaries stay in the build tree; link them next to the prefix.
+  ln -sfn "$dir/examples" "$prefix/examples"
+  echo "$VERSION $(date -u +%FT%TZ) $((SECONDS - t0))s" >"$prefix/.plb-built"
+  say "$t: built in $((SECONDS - t0)) s -> $prefix"
+}
+
+for t in "${targets[@]}"; do
+  case "$t" in
+    native) build native --enable-mpi --enable-opencl ;;
+    simgrid) build simgrid --enable-simgrid --disable-mpi --disable-opencl ;;
+  esac
+done
+say "PKG_CONFIG_PATH=$root/<prefix>/lib/pkgconfig selects a build; samples of real machines: $src/tools/perfmodels/sampling"
