@@ -62,7 +62,26 @@ pub fn relaxed_lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // SAFETY: relax_on/relax_off are paired below and are no-ops on
     // threads that are not StarPU workers.
     unsafe { sys::starpu_worker_relax_on() };
-    let guard = mutex.lock().unwrap_or_else(|e| e.into_inner());
+    let guard = if drivers_block() {
+        // Blocking drivers, StarPU's SimGrid mode among them: every worker
+        // may be an actor of one OS thread, so blocking on the mutex would
+        // block its holder too. Retry, letting StarPU (SimGrid) run the
+        // others between tries.
+        let mut wait_us = 0.001f32;
+        loop {
+            match mutex.try_lock() {
+                Ok(g) => break g,
+                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    // SAFETY: a plain (simulated, under SimGrid) sleep.
+                    unsafe { sys::starpu_usleep(wait_us) };
+                    wait_us = (wait_us * 2.0).min(10.0);
+                }
+            }
+        }
+    } else {
+        mutex.lock().unwrap_or_else(|e| e.into_inner())
+    };
     // SAFETY: pairs the relax_on above.
     unsafe { sys::starpu_worker_relax_off() };
     guard
