@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs, idempotently, every Debian package the build, the tests and the
-# experiments need, then builds the workspace in release mode.
+# experiments need, then builds the workspace in release mode against
+# Debian's StarPU 1.3.10, builds StarPU 1.4.10 (native and SimGrid) from
+# Debian's source package (scripts/starpu14.sh, cached) and our workspace
+# against it.
 # Usage: bash scripts/setup.sh        (root, or a user with sudo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,3 +37,13 @@ command -v cargo >/dev/null 2>&1 || { echo "setup: cargo not found; install a Ru
 
 cargo build --release --workspace
 echo "setup: built target/release/plb and target/release/libstarpu_plb.so"
+
+# StarPU 1.4.10 from Debian's source package, native and SimGrid (cached
+# under ~/.cache/plb, a few minutes the first time), and our library built
+# against each (target/starpu14-native, target/starpu14-simgrid).
+bash scripts/starpu14.sh
+# shellcheck source=scripts/lib/starpu14.sh
+source scripts/lib/starpu14.sh
+with_starpu14 native cargo build --release --workspace
+with_starpu14 simgrid cargo build --release -p starpu-plb
+echo "setup: built against StarPU 1.4.10: target/starpu14-native/release/, target/starpu14-simgrid/release/libstarpu_plb.so"

@@ -30,8 +30,22 @@ esac
 targets=(native simgrid)
 [ "$which" = all ] || targets=("$which")
 
+# A prefix is current when its stamp records this version and these
+# configure flags (changing the flags below rebuilds that prefix).
+common=(--disable-fortran --disable-build-doc --disable-starpupy --disable-cuda
+  --disable-hip --enable-maxcpus=64 --disable-fxt --disable-socl)
+flags_of() {
+  case "$1" in
+    native) echo "${common[*]} --enable-mpi --enable-opencl --enable-quick-check" ;;
+    simgrid) echo "${common[*]} --enable-simgrid --disable-mpi --disable-opencl" ;;
+  esac
+}
+stamped() { [ "$(head -1 "$root/$1/.plb-built" 2>/dev/null)" = "$VERSION $(flags_of "$1")" ]; }
+current() {
+  stamped "$1" && { [ "$1" != simgrid ] || [ -d "$root/simgrid/share/starpu/perfmodels/sampling/codelets" ]; }
+}
 done_all=1
-for t in "${targets[@]}"; do [ -f "$root/$t/.plb-built" ] || done_all=0; done
+for t in "${targets[@]}"; do current "$t" || done_all=0; done
 if [ "$done_all" = 1 ]; then
   say "already built: ${targets[*]} under $root (delete a prefix to rebuild it)"
   exit 0
@@ -70,21 +84,20 @@ if [ ! -f "$src/configure" ]; then
 fi
 [ -f "$src/configure" ] || { echo "starpu14: $src/configure missing after apt-get source" >&2; exit 1; }
 
-common=(--disable-fortran --disable-build-doc --disable-starpupy --disable-cuda
-  --disable-hip --enable-maxcpus=64 --disable-fxt --disable-socl)
 build() {
   local t="$1"
-  shift
   local prefix="$root/$t" dir="$cache/build/starpu-$UPSTREAM-$t"
-  if [ -f "$prefix/.plb-built" ]; then
+  local flags
+  read -r -a flags <<<"$(flags_of "$t")"
+  if stamped "$t"; then
     say "$t: already built in $prefix"
     return
   fi
   local t0=$SECONDS
   rm -rf "$dir" "$prefix"
   mkdir -p "$dir"
-  say "$t: configure ($*)"
-  (cd "$dir" && "$src/configure" --prefix="$prefix" "${common[@]}" "$@" >configure.log 2>&1) ||
+  say "$t: configure ${flags[*]}"
+  (cd "$dir" && "$src/configure" --prefix="$prefix" "${flags[@]}" >configure.log 2>&1) ||
     { tail -30 "$dir/configure.log" >&2; echo "starpu14: $t: configure failed ($dir/configure.log)" >&2; exit 1; }
   say "$t: make -j2 (a few minutes)"
   (cd "$dir" && make -j2 >make.log 2>&1) ||
@@ -94,14 +107,19 @@ build() {
     { tail -30 "$dir/install.log" >&2; echo "starpu14: $t: make install failed" >&2; exit 1; }
   # The examples' binaries stay in the build tree; link them next to the prefix.
   ln -sfn "$dir/examples" "$prefix/examples"
-  echo "$VERSION $(date -u +%FT%TZ) $((SECONDS - t0))s" >"$prefix/.plb-built"
+  printf '%s\n%s\n' "$VERSION $(flags_of "$t")" "built $(date -u +%FT%TZ) in $((SECONDS - t0)) s" >"$prefix/.plb-built"
   say "$t: built in $((SECONDS - t0)) s -> $prefix"
 }
 
-for t in "${targets[@]}"; do
-  case "$t" in
-    native) build native --enable-mpi --enable-opencl ;;
-    simgrid) build simgrid --enable-simgrid --disable-mpi --disable-opencl ;;
-  esac
-done
+for t in "${targets[@]}"; do build "$t"; done
+# The samples of real machines (bus and kernel models) that SimGrid runs on,
+# next to the SimGrid prefix: plb simgrid reads them from there.
+if [[ " ${targets[*]} " == *" simgrid "* ]]; then
+  samples="$root/simgrid/share/starpu/perfmodels/sampling"
+  if [ ! -d "$samples/codelets" ]; then
+    mkdir -p "$(dirname "$samples")"
+    cp -r "$src/tools/perfmodels/sampling" "$samples"
+    say "simgrid: sampled machines copied to $samples"
+  fi
+fi
 say "PKG_CONFIG_PATH=$root/<prefix>/lib/pkgconfig selects a build; samples of real machines: $src/tools/perfmodels/sampling"

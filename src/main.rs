@@ -7,6 +7,7 @@ mod apps;
 mod cli;
 mod experiment;
 mod launch;
+mod simgrid;
 mod simulate;
 
 use std::ffi::OsString;
@@ -47,6 +48,9 @@ enum Commands {
     /// The cluster-scale simulator: the balancers on SIMULATED platforms,
     /// in virtual time
     Simulate(simulate::Command),
+    /// StarPU's applications (Cholesky, LU, GEMM) on SIMULATED GPU machines
+    /// (StarPU-SimGrid), under our policies and StarPU's
+    Simgrid(simgrid::Command),
     /// One run of `plb experiment balance` (a child process)
     #[command(name = "__balance-run", hide = true)]
     BalanceRun(experiment::balance::ChildArgs),
@@ -113,6 +117,7 @@ fn dispatch(command: Commands) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
         Commands::Simulate(cmd) => cmd.run(),
+        Commands::Simgrid(cmd) => cmd.run(),
         Commands::BalanceRun(args) => {
             args.run()?;
             Ok(ExitCode::SUCCESS)

@@ -86,8 +86,28 @@ fn main() {
     let bindings = builder.generate().unwrap_or_else(|e| {
         panic!("bindgen failed on StarPU's headers ({e}); is libclang-dev installed?")
     });
-    let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("bindings.rs");
-    bindings.write_to_file(&out).expect("writing bindings.rs");
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    bindings
+        .write_to_file(out_dir.join("bindings.rs"))
+        .expect("writing bindings.rs");
+
+    // Where this StarPU lives, so tests and tools find its examples and
+    // programs (Debian's 1.3 under /usr, a 1.4 build under its prefix).
+    let variable = |name: &str| pkg_config(&[&format!("--variable={name}"), module]);
+    let prefix = variable("prefix").unwrap_or_default();
+    let libdir = variable("libdir").unwrap_or_default();
+    let simgrid = std::fs::read_to_string(starpu_include.join("starpu_config.h"))
+        .map(|h| h.lines().any(|l| l.trim() == "#define STARPU_SIMGRID 1"))
+        .unwrap_or(false);
+    let install = format!(
+        "/// pkg-config's `prefix` of the StarPU these bindings were generated for.\n\
+         pub const STARPU_PREFIX: &str = {prefix:?};\n\
+         /// pkg-config's `libdir` of that StarPU (its examples are in `<libdir>/starpu/examples`).\n\
+         pub const STARPU_LIBDIR: &str = {libdir:?};\n\
+         /// Whether that StarPU was built for SimGrid (`--enable-simgrid`).\n\
+         pub const STARPU_IS_SIMGRID: bool = {simgrid};\n"
+    );
+    std::fs::write(out_dir.join("install.rs"), install).expect("writing install.rs");
 }
 
 fn regex_escape(s: &str) -> String {

@@ -1,7 +1,14 @@
 //! Compatibility suite: every StarPU example program listed in
 //! `tests/compat-cases.tsv`, run unmodified under StarPU's own `eager` and
-//! under each of our policies (`LD_PRELOAD=libstarpu_plb.so
-//! STARPU_SCHED=<ours> PLB_SUMMARY=1`), in two worker configurations:
+//! under each of our policies (`STARPU_SCHED=<ours> PLB_SUMMARY=1`), in two
+//! worker configurations, against the StarPU this test was built for
+//! (`starpu_sys::STARPU_SERIES`): Debian's 1.3.10, whose examples are in
+//! `/usr/lib/x86_64-linux-gnu/starpu/examples` and which loads our library
+//! by `LD_PRELOAD`, or the 1.4.10 build of `scripts/starpu14.sh`
+//! (`<prefix>/lib/starpu/examples`, loaded by `STARPU_SCHED_LIB`, the 1.4
+//! way; build with `PKG_CONFIG_PATH` at that prefix, see
+//! `docs/starpu14.md`). The data file has a pair of columns per series.
+//! The worker configurations:
 //!
 //! * `cpu`: StarPU's CPU workers only (the default environment on a machine
 //!   without GPUs; CUDA and OpenCL are switched off explicitly so that a GPU
@@ -37,13 +44,27 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use starpu_plb::catalog::policies;
+use starpu_sys as sys;
 
-/// Where Debian's starpu-examples installs the programs.
-const EXAMPLES_DIR: &str = "/usr/lib/x86_64-linux-gnu/starpu/examples";
+/// Where StarPU installs its example programs (Debian's starpu-examples for
+/// 1.3, `make install` of a source build for 1.4).
+fn default_examples() -> PathBuf {
+    Path::new(sys::STARPU_LIBDIR).join("starpu/examples")
+}
 /// The data file listing the cases.
 const CASES_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/compat-cases.tsv");
 /// Number of fields of a data line.
-const FIELDS: usize = 7;
+const FIELDS: usize = 9;
+/// The StarPU series of the data file's column pairs, in column order.
+const SERIES: [&str; 2] = ["1.3", "1.4"];
+
+/// Index of the column pair of the StarPU this test was built for.
+fn series_index() -> usize {
+    SERIES
+        .iter()
+        .position(|s| *s == sys::STARPU_SERIES)
+        .unwrap_or(0)
+}
 /// Every run is killed after this long.
 const TIMEOUT: Duration = Duration::from_secs(60);
 /// Cases run concurrently (the reference machine has 2 cores).
@@ -70,6 +91,21 @@ impl Config {
         }
     }
 
+    /// The data file's column for this configuration under the StarPU this
+    /// test was built for: "cpu" and "opencl" for 1.3, "cpu-1.4" and
+    /// "opencl-1.4" for 1.4.
+    fn column(self) -> String {
+        match series_index() {
+            0 => self.name().to_string(),
+            i => format!("{}-{}", self.name(), SERIES[i]),
+        }
+    }
+
+    /// Index of that column among the data file's run/skip columns.
+    fn column_index(self) -> usize {
+        series_index() * Config::ALL.len() + self as usize
+    }
+
     /// The environment that selects the configuration's workers.
     fn env(self) -> &'static [(&'static str, &'static str)] {
         match self {
@@ -87,11 +123,20 @@ impl Config {
 // ---------------------------------------------------------------------------
 // The data file
 
+/// A run/skip column's value for one case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    Run,
+    Skip,
+    /// The program does not exist in that StarPU series ("-").
+    Absent,
+}
+
 #[derive(Debug)]
 struct Case {
     program: String,
-    /// Indexed like `Config::ALL`.
-    runs: [bool; 2],
+    /// Indexed by [`Config::column_index`].
+    runs: [Plan; 4],
     min_tasks: u64,
     args: Vec<String>,
     env: Vec<(String, String)>,
@@ -99,18 +144,20 @@ struct Case {
 }
 
 impl Case {
-    fn runs_in(&self, config: Config) -> bool {
-        self.runs[config as usize]
+    fn plan_in(&self, config: Config) -> Plan {
+        self.runs[config.column_index()]
     }
 }
 
 /// The part of a note that explains a skip in `config`: its "; "-separated
-/// parts that start with "<config>:", or the whole note when none does.
+/// parts that start with "<column>:" (or "<series>:" for 1.4), or the whole
+/// note when none does.
 fn reason_for(note: &str, config: Config) -> String {
-    let prefix = format!("{}:", config.name());
+    let column = format!("{}:", config.column());
+    let series = format!("{}:", sys::STARPU_SERIES);
     let parts: Vec<&str> = note
         .split("; ")
-        .filter(|p| p.starts_with(&prefix))
+        .filter(|p| p.starts_with(&column) || (series_index() > 0 && p.starts_with(&series)))
         .collect();
     if parts.is_empty() {
         note.to_string()
@@ -139,26 +186,29 @@ fn parse_cases(text: &str) -> Result<Vec<Case>, String> {
             ));
         }
         let program = fields[0].to_string();
-        let run_or_skip = |value: &str, column: &str| match value {
-            "run" => Ok(true),
-            "skip" => Ok(false),
+        let plan = |value: &str, column: &str| match value {
+            "run" => Ok(Plan::Run),
+            "skip" => Ok(Plan::Skip),
+            "-" => Ok(Plan::Absent),
             other => Err(format!(
-                "{at}: column {column} must be run or skip, not {other:?}"
+                "{at}: column {column} must be run, skip or -, not {other:?}"
             )),
         };
         let runs = [
-            run_or_skip(fields[1], "cpu")?,
-            run_or_skip(fields[2], "opencl")?,
+            plan(fields[1], "cpu")?,
+            plan(fields[2], "opencl")?,
+            plan(fields[3], "cpu-1.4")?,
+            plan(fields[4], "opencl-1.4")?,
         ];
-        let min_tasks = fields[3]
+        let min_tasks = fields[5]
             .parse()
-            .map_err(|_| format!("{at}: min_tasks {:?} is not a number", fields[3]))?;
-        let args = dash_is_empty(fields[4])
+            .map_err(|_| format!("{at}: min_tasks {:?} is not a number", fields[5]))?;
+        let args = dash_is_empty(fields[6])
             .split(' ')
             .filter(|a| !a.is_empty())
             .map(String::from)
             .collect();
-        let env = dash_is_empty(fields[5])
+        let env = dash_is_empty(fields[7])
             .split(' ')
             .filter(|kv| !kv.is_empty())
             .map(|kv| match kv.split_once('=') {
@@ -166,11 +216,11 @@ fn parse_cases(text: &str) -> Result<Vec<Case>, String> {
                 _ => Err(format!("{at}: env entry {kv:?} is not KEY=VALUE")),
             })
             .collect::<Result<_, _>>()?;
-        let note = dash_is_empty(fields[6]).to_string();
+        let note = dash_is_empty(fields[8]).to_string();
         if program.is_empty() || program.starts_with('/') || program.contains("..") {
             return Err(format!("{at}: bad program path {program:?}"));
         }
-        if note.is_empty() && (runs.contains(&false) || min_tasks == 0) {
+        if note.is_empty() && (runs.contains(&Plan::Skip) || min_tasks == 0) {
             return Err(format!(
                 "{at}: {program}: a skip or a min_tasks of 0 needs a note saying why"
             ));
@@ -472,7 +522,9 @@ struct Workers {
 /// calibration of the fresh STARPU_HOME once, before parallel runs share it.
 fn detect_workers(env: &[(String, String)], dir: &Path) -> Result<Workers, String> {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let tool = std::env::split_paths(&path)
+    let tool = [Path::new(sys::STARPU_PREFIX).join("bin")]
+        .into_iter()
+        .chain(std::env::split_paths(&path))
         .chain([PathBuf::from("/usr/bin")])
         .map(|d| d.join("starpu_machine_display"))
         .find(|p| p.is_file())
@@ -486,12 +538,18 @@ fn detect_workers(env: &[(String, String)], dir: &Path) -> Result<Workers, Strin
         ));
     }
     // Lines "2 STARPU_CPU_WORKER workers:", "1 STARPU_OPENCL_WORKER worker:"
-    // or "No STARPU_OPENCL_WORKER worker".
+    // or "No STARPU_OPENCL_WORKER worker" (1.3); "2 CPU workers:" or "No
+    // OpenCL worker" (1.4).
     let count = |kind: &str| -> Option<u32> {
-        let line = r
-            .stdout
-            .lines()
-            .find(|l| l.contains(&format!("{kind} worker")))?;
+        let short = kind
+            .trim_start_matches("STARPU_")
+            .trim_end_matches("_WORKER");
+        let short = if short == "OPENCL" { "OpenCL" } else { short };
+        let line = r.stdout.lines().find(|l| {
+            let mut words = l.split_whitespace().skip(1);
+            let word = words.next().unwrap_or("");
+            (word == kind || word == short) && words.next().is_some_and(|w| w.starts_with("worker"))
+        })?;
         let first = line.split_whitespace().next()?;
         if first == "No" {
             Some(0)
@@ -544,6 +602,16 @@ fn make_socl_icd(examples: &Path, root: &Path) -> Result<PathBuf, String> {
     let mut f = File::create(dir.join("socl.icd")).map_err(io)?;
     writeln!(f, "{}", socl.display()).map_err(io)?;
     Ok(dir)
+}
+
+/// The variable that makes StarPU load our library: `LD_PRELOAD` on 1.3
+/// (our `starpu_initialize` interposes StarPU's), `STARPU_SCHED_LIB` on 1.4.
+fn loader_variable() -> &'static str {
+    if series_index() == 0 {
+        "LD_PRELOAD"
+    } else {
+        "STARPU_SCHED_LIB"
+    }
 }
 
 /// Our library, next to the test binary's directory: target/<profile>/deps/
@@ -687,7 +755,7 @@ fn line(
         format!("  {why}")
     };
     out.push_str(&format!(
-        "{config:<6} {program:<26} {policy:<8} eager={eager:<7} ours={ours:<7} tasks={tasks:<6} {secs:>7} {verdict}{why}\n"
+        "{config:<10} {program:<26} {policy:<8} eager={eager:<7} ours={ours:<7} tasks={tasks:<6} {secs:>7} {verdict}{why}\n"
     ));
 }
 
@@ -703,7 +771,8 @@ struct Job<'a> {
 
 /// Runs a case under eager, then under each of our policies.
 fn run_job(job: &Job<'_>, lib: &Path) -> (String, Vec<Verdict>) {
-    let (config, name) = (job.config.name(), job.case.program.as_str());
+    let column = job.config.column();
+    let (config, name) = (column.as_str(), job.case.program.as_str());
     let mut out = String::new();
     let mut verdicts = Vec::new();
     if let Err(e) = fs::create_dir_all(&job.dir) {
@@ -760,7 +829,7 @@ fn run_job(job: &Job<'_>, lib: &Path) -> (String, Vec<Verdict>) {
         }
         let mut env = job.env.clone();
         env.extend([
-            ("LD_PRELOAD".to_string(), lib.display().to_string()),
+            (loader_variable().to_string(), lib.display().to_string()),
             ("STARPU_SCHED".to_string(), policy.to_string()),
             ("PLB_SUMMARY".to_string(), "1".to_string()),
         ]);
@@ -808,8 +877,9 @@ fn run_job(job: &Job<'_>, lib: &Path) -> (String, Vec<Verdict>) {
                     .map(|(k, v)| format!("{k}={v}"))
                     .collect();
                 out.push_str(&format!(
-                    "    reproduce: env {} STARPU_HOME=$(mktemp -d) STARPU_SILENT=1 LD_PRELOAD={} STARPU_SCHED={policy} PLB_SUMMARY=1 {}{}\n",
+                    "    reproduce: env {} STARPU_HOME=$(mktemp -d) STARPU_SILENT=1 {}={} STARPU_SCHED={policy} PLB_SUMMARY=1 {}{}\n",
                     env.join(" "),
+                    loader_variable(),
                     lib.display(),
                     job.program.display(),
                     job.case.args.iter().map(|a| format!(" {a}")).collect::<String>(),
@@ -845,8 +915,8 @@ fn main() -> ExitCode {
     };
     let cases: Vec<&Case> = cases.iter().filter(|c| selected(&c.program)).collect();
 
-    let examples = std::env::var_os("PLB_COMPAT_EXAMPLES")
-        .map_or_else(|| PathBuf::from(EXAMPLES_DIR), PathBuf::from);
+    let examples =
+        std::env::var_os("PLB_COMPAT_EXAMPLES").map_or_else(default_examples, PathBuf::from);
     if !examples.is_dir() {
         println!(
             "compat: skipped: StarPU's examples directory {} is absent (install starpu-examples)",
@@ -875,7 +945,13 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("compat: library {}", lib.display());
+    println!(
+        "compat: StarPU {} ({}), library {} loaded by {}",
+        sys::STARPU_SERIES,
+        sys::STARPU_PREFIX,
+        lib.display(),
+        loader_variable()
+    );
     println!("compat: examples {}", examples.display());
     println!(
         "compat: policies {}",
@@ -886,7 +962,7 @@ fn main() -> ExitCode {
             .join(", ")
     );
 
-    let mut counts: BTreeMap<&'static str, Counts> = BTreeMap::new();
+    let mut counts: BTreeMap<String, Counts> = BTreeMap::new();
     let mut report = String::new();
     let npol = policies().len();
 
@@ -915,7 +991,8 @@ fn main() -> ExitCode {
     let socl_icd = make_socl_icd(&examples, &root.path);
     let mut jobs: Vec<Job<'_>> = Vec::new();
     for config in Config::ALL {
-        let cname = config.name();
+        let column = config.column();
+        let cname = column.as_str();
         let home = root.path.join(cname).join("starpu-home");
         if let Err(e) = fs::create_dir_all(&home) {
             println!("compat: error: {}: {e}", home.display());
@@ -928,7 +1005,7 @@ fn main() -> ExitCode {
             .collect();
         base.push(("STARPU_HOME".into(), home.display().to_string()));
         base.push(("STARPU_SILENT".into(), "1".into()));
-        let tally = counts.entry(cname).or_default();
+        let tally = counts.entry(column.clone()).or_default();
         match (config, detect_workers(&base, &root.path.join(cname))) {
             (Config::Opencl, Ok(w)) if w.opencl == 0 => {
                 println!(
@@ -957,7 +1034,13 @@ fn main() -> ExitCode {
         }
         for case in &cases {
             let program = examples.join(&case.program);
-            let why = if !case.runs_in(config) {
+            let why = if case.plan_in(config) == Plan::Absent {
+                Some(format!(
+                    "not in StarPU {}'s examples (column {} is \"-\")",
+                    sys::STARPU_SERIES,
+                    config.column()
+                ))
+            } else if case.plan_in(config) == Plan::Skip {
                 Some(reason_for(&case.note, config))
             } else if !installed.contains(&case.program) {
                 Some(format!("{} is not installed", program.display()))
@@ -1030,7 +1113,7 @@ fn main() -> ExitCode {
         }
     });
     for (config, verdicts) in results.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        let tally = counts.entry(config.name()).or_default();
+        let tally = counts.entry(config.column()).or_default();
         verdicts.into_iter().for_each(|v| tally.add(v, 1));
     }
 

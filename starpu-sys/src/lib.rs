@@ -23,6 +23,8 @@ mod bindings {
 }
 pub use bindings::*;
 
+include!(concat!(env!("OUT_DIR"), "/install.rs"));
+
 /// The StarPU API series these bindings were generated for.
 #[cfg(starpu_1_3)]
 pub const STARPU_SERIES: &str = "1.3";

@@ -1,0 +1,25 @@
+# Sourced by scripts/setup.sh, scripts/test.sh and scripts/simgrid.sh (run
+# from the repository root): our workspace built against the StarPU 1.4.10
+# prefixes of scripts/starpu14.sh, one target directory per prefix (the
+# bindings' struct layouts differ between 1.3, 1.4 and SimGrid builds).
+#
+# with_starpu14 native|simgrid CMD...: runs CMD with PKG_CONFIG_PATH,
+# CARGO_TARGET_DIR (target/starpu14-<t>) and LD_LIBRARY_PATH set for that
+# prefix.
+
+starpu14_prefix() {
+    echo "${PLB_CACHE:-$HOME/.cache/plb}/starpu-1.4.10/$1"
+}
+
+with_starpu14() {
+    local t=$1 prefix
+    shift
+    prefix=$(starpu14_prefix "$t")
+    [ -f "$prefix/.plb-built" ] || { echo "StarPU 1.4.10 ($t) is not built: run bash scripts/starpu14.sh $t" >&2; return 1; }
+    # core/ipopt-pkgconfig first: .cargo/config.toml's PKG_CONFIG_PATH is
+    # replaced, not extended, by one set in the environment.
+    PKG_CONFIG_PATH="$PWD/core/ipopt-pkgconfig:$prefix/lib/pkgconfig" \
+        CARGO_TARGET_DIR="$PWD/target/starpu14-$t" \
+        LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        "$@"
+}

@@ -1,0 +1,373 @@
+//! `plb simgrid`: StarPU's own applications on SIMULATED GPU machines
+//! (issue 11 §3).
+//!
+//! StarPU built with SimGrid (`scripts/starpu14.sh simgrid`) runs the real
+//! application and the real scheduler, ours loaded the normal way
+//! (`STARPU_SCHED_LIB`), while kernels and transfers take simulated time
+//! from performance models sampled on real machines (`STARPU_HOSTNAME`,
+//! `STARPU_PERF_MODEL_DIR`). Our policies learn from the simulated timings
+//! as they would on hardware; they never read the samples.
+//!
+//! For each machine and case, eager runs first (the reference every other
+//! run's executed-task count must equal), then heteroprio once to
+//! auto-calibrate (not measured), then the repetitions, interleaved over
+//! the policies. Every run is checked ([`run::verdict`]); a failed check
+//! makes the exit status 1 once everything is written. Tables go to stdout,
+//! progress to stderr, CSV, Markdown and PNG plots to `--out`. Every number
+//! is labelled SIMULATED (StarPU-SimGrid, machine X).
+
+mod report;
+pub mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::cli::{Failure, positive};
+use run::{Case, Machine, Outcome, Request, Setup};
+use starpu_plb::catalog;
+
+/// StarPU's policies compared by default.
+const STARPU_POLICIES: [&str; 6] = [
+    "eager",
+    "lws",
+    "dmda",
+    "dmdas",
+    "heteroprio",
+    "modular-heft",
+];
+
+/// `plb simgrid [OPTIONS]`.
+#[derive(Args)]
+#[command(
+    after_help = "Set-up: bash scripts/simgrid.sh (builds StarPU 1.4.10 with SimGrid and \
+our library against it, then runs this command with the arguments it is given).\n\
+Example: plb simgrid --machines attila,idgraf:ncuda=4 --cases cholesky:9600,cholesky:19200 --reps 3"
+)]
+pub struct Command {
+    /// Sampled machines, NAME[:ncpu=N,ncuda=M], comma-separated
+    /// (samples: attila, idgraf, mirage, sirocco, hannibal)
+    #[arg(long, value_delimiter = ',', default_value = "attila,idgraf")]
+    machines: Vec<String>,
+    /// Cases, APP:N[/TILE] with APP cholesky, lu or gemm and TILE 320, 640
+    /// or 960 (the sampled kernel sizes; default 960)
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "cholesky:9600,cholesky:19200,lu:19200,gemm:3840"
+    )]
+    cases: Vec<String>,
+    /// Policies [default: ours, then eager, lws, dmda, dmdas, heteroprio,
+    /// modular-heft]
+    #[arg(long, value_delimiter = ',')]
+    policies: Option<Vec<String>>,
+    /// Repetitions of every (machine, case, policy)
+    #[arg(long = "reps", default_value_t = 1, value_parser = positive::<usize>())]
+    repetitions: usize,
+    /// Quick check: attila, cholesky:9600, every policy, once
+    #[arg(long)]
+    quick: bool,
+    /// Output directory (CSV, Markdown, PNG)
+    #[arg(long, default_value = "target/simgrid")]
+    out: PathBuf,
+    /// StarPU's SimGrid prefix [default: $PLB_CACHE/starpu-1.4.10/simgrid,
+    /// PLB_CACHE defaulting to ~/.cache/plb]
+    #[arg(long)]
+    prefix: Option<PathBuf>,
+    /// Sampling directory (bus/, codelets/) [default:
+    /// <prefix>/share/starpu/perfmodels/sampling]
+    #[arg(long)]
+    samples: Option<PathBuf>,
+    /// Our library built against the SimGrid prefix [default:
+    /// $PLB_SIMGRID_LIB, else target/starpu14-simgrid/release/libstarpu_plb.so]
+    #[arg(long)]
+    library: Option<PathBuf>,
+    /// Real seconds after which one simulation is killed
+    #[arg(long, default_value_t = 300, value_parser = positive::<u64>())]
+    timeout: u64,
+}
+
+/// One run's place in the study and what came of it.
+pub struct Row {
+    pub machine: String,
+    pub case: Case,
+    pub policy: String,
+    pub ours: bool,
+    pub rep: usize,
+    pub outcome: Outcome,
+    pub verdict: Result<(), String>,
+}
+
+/// The LP area bound of one (machine, case): StarPU's `-bound` option.
+pub struct Bound {
+    pub machine: String,
+    pub case: Case,
+    pub ms: Option<f64>,
+}
+
+impl Command {
+    pub fn run(self) -> Result<ExitCode, Failure> {
+        let (machines, cases) = if self.quick {
+            (
+                vec!["attila".to_string()],
+                vec!["cholesky:9600".to_string()],
+            )
+        } else {
+            (self.machines.clone(), self.cases.clone())
+        };
+        let machines: Vec<Machine> = machines
+            .iter()
+            .map(|m| Machine::parse(m))
+            .collect::<Result<_, _>>()
+            .map_err(Failure::setup)?;
+        let cases: Vec<Case> = cases
+            .iter()
+            .map(|c| Case::parse(c))
+            .collect::<Result<_, _>>()
+            .map_err(Failure::setup)?;
+        let policies = self.policies.clone().unwrap_or_else(|| {
+            catalog::policies()
+                .iter()
+                .map(|p| p.name().to_string())
+                .chain(STARPU_POLICIES.iter().map(|s| s.to_string()))
+                .collect()
+        });
+        if policies.is_empty() {
+            return Err(Failure::setup("--policies names no policy"));
+        }
+        let setup = self.setup(&machines)?;
+        let total = machines.len() * cases.len() * (1 + policies.len() * self.repetitions);
+        let mut done = 0;
+        let mut rows: Vec<Row> = Vec::new();
+        let mut bounds: Vec<Bound> = Vec::new();
+        for machine in &machines {
+            for case in &cases {
+                let label = format!("{} {}", machine.label(), case.label());
+                // The reference: eager, also asked for StarPU's LP area bound.
+                let tag = format!("{}-{}-eager-reference", machine.label(), case.label());
+                let eager = run::run(
+                    &setup,
+                    machine,
+                    &Request {
+                        case,
+                        policy: "eager",
+                        ours: false,
+                        bound: true,
+                        env: &[],
+                        tag: &tag,
+                    },
+                );
+                bounds.push(Bound {
+                    machine: machine.label(),
+                    case: *case,
+                    ms: eager.bound_ms,
+                });
+                done += 1;
+                let reference = eager.executed;
+                let verdict = run::verdict(case, &eager, false, None);
+                progress(done, total, &label, "eager (reference)", &eager, &verdict);
+                if verdict.is_err() {
+                    eprintln!("{}", indent(&eager.stderr_tail));
+                }
+                // heteroprio's auto-calibration learns across runs: give it
+                // one unmeasured run first, as STARPU_CALIBRATE runs give
+                // dmda its models (here already sampled).
+                let hp_dir =
+                    setup
+                        .scratch
+                        .join(format!("{}-{}-heteroprio", machine.label(), case.label()));
+                let hp_env = vec![(
+                    "STARPU_HETEROPRIO_DATA_DIR".to_string(),
+                    hp_dir.display().to_string(),
+                )];
+                if policies.iter().any(|p| p == "heteroprio") {
+                    let _ = std::fs::create_dir_all(&hp_dir);
+                    let tag = format!(
+                        "{}-{}-heteroprio-calibration",
+                        machine.label(),
+                        case.label()
+                    );
+                    let warm = run::run(
+                        &setup,
+                        machine,
+                        &Request {
+                            case,
+                            policy: "heteroprio",
+                            ours: false,
+                            bound: false,
+                            env: &hp_env,
+                            tag: &tag,
+                        },
+                    );
+                    if let Err(e) = run::verdict(case, &warm, false, reference) {
+                        eprintln!("simgrid: {label}: heteroprio's calibration run failed: {e}");
+                    }
+                }
+                for rep in 0..self.repetitions {
+                    for policy in &policies {
+                        let ours = catalog::find(policy).is_some();
+                        let tag = format!("{}-{}-{policy}-{rep}", machine.label(), case.label());
+                        let env = if policy == "heteroprio" {
+                            hp_env.clone()
+                        } else {
+                            Vec::new()
+                        };
+                        let outcome = run::run(
+                            &setup,
+                            machine,
+                            &Request {
+                                case,
+                                policy,
+                                ours,
+                                bound: false,
+                                env: &env,
+                                tag: &tag,
+                            },
+                        );
+                        done += 1;
+                        let verdict = run::verdict(case, &outcome, ours, reference);
+                        progress(done, total, &label, policy, &outcome, &verdict);
+                        if verdict.is_err() {
+                            eprintln!("{}", indent(&outcome.stderr_tail));
+                        }
+                        rows.push(Row {
+                            machine: machine.label(),
+                            case: *case,
+                            policy: policy.clone(),
+                            ours,
+                            rep,
+                            outcome,
+                            verdict,
+                        });
+                    }
+                }
+            }
+        }
+        let written = report::write(&self.out, &rows, &bounds, &policies)?;
+        println!("\nwritten:");
+        for path in written {
+            println!("  {}", path.display());
+        }
+        let failed = rows.iter().filter(|r| r.verdict.is_err()).count();
+        if failed > 0 {
+            eprintln!(
+                "simgrid: {failed} of {} runs failed their check",
+                rows.len()
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        eprintln!("simgrid: all {} runs passed their check", rows.len());
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// Finds the SimGrid build, its samples and our library; copies the
+    /// samples into the output directory.
+    fn setup(&self, machines: &[Machine]) -> Result<Setup, Failure> {
+        let how = "build them with `bash scripts/starpu14.sh simgrid`, then our library with \
+                   `bash scripts/simgrid.sh --build-only`";
+        let cache = std::env::var_os("PLB_CACHE")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/plb")))
+            .unwrap_or_else(|| PathBuf::from(".cache/plb"));
+        let prefix = self
+            .prefix
+            .clone()
+            .unwrap_or_else(|| cache.join("starpu-1.4.10/simgrid"));
+        let examples = prefix.join("lib/starpu/examples");
+        if !examples.join("cholesky_implicit").is_file() {
+            return Err(Failure::setup(format!(
+                "no SimGrid build of StarPU at {} ({} missing): {how}",
+                prefix.display(),
+                examples.join("cholesky_implicit").display()
+            )));
+        }
+        let samples = self
+            .samples
+            .clone()
+            .unwrap_or_else(|| prefix.join("share/starpu/perfmodels/sampling"));
+        for m in machines {
+            let platform = samples.join("bus").join(format!("{}.platform.xml", m.name));
+            if !platform.is_file() {
+                let known = report::sampled_machines(&samples);
+                return Err(Failure::setup(format!(
+                    "machine '{}': no {} (sampled machines in {}: {})",
+                    m.name,
+                    platform.display(),
+                    samples.display(),
+                    if known.is_empty() {
+                        "none".into()
+                    } else {
+                        known.join(", ")
+                    }
+                )));
+            }
+        }
+        let library = self
+            .library
+            .clone()
+            .or_else(|| std::env::var_os("PLB_SIMGRID_LIB").map(PathBuf::from))
+            .unwrap_or_else(run::default_library);
+        if !library.is_file() {
+            return Err(Failure::setup(format!(
+                "our library built against the SimGrid prefix is missing ({}): {how}",
+                library.display()
+            )));
+        }
+        let scratch = self.out.join("runs");
+        let _ = std::fs::remove_dir_all(&scratch);
+        let copy = self.out.join("sampling");
+        let _ = std::fs::remove_dir_all(&copy);
+        copy_dir(&samples, &copy)
+            .map_err(|e| format!("copying {} to {}: {e}", samples.display(), copy.display()))?;
+        Ok(Setup {
+            examples,
+            samples: copy,
+            library,
+            scratch,
+            timeout: Duration::from_secs(self.timeout),
+        })
+    }
+}
+
+fn progress(
+    done: usize,
+    total: usize,
+    label: &str,
+    policy: &str,
+    o: &Outcome,
+    v: &Result<(), String>,
+) {
+    let f = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
+    eprintln!(
+        "simgrid: [{done}/{total}] {label} {policy}: {} ms, {} GFlop/s, {} GiB moved, {} tasks ({:.1} s real){}",
+        f(o.ms, 0),
+        f(o.gflops, 1),
+        f(o.gib, 2),
+        o.executed.map_or("-".into(), |n| n.to_string()),
+        o.wall_s,
+        match v {
+            Ok(()) => String::new(),
+            Err(e) => format!(" FAILED: {e}"),
+        }
+    );
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("    | {l}\n")).collect()
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,547 @@
+//! One SIMULATED run: a StarPU example program of the SimGrid build, on one
+//! sampled machine, under one policy; and what its output says.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A sampled machine, possibly restricted (`attila:ncpu=4,ncuda=1`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Machine {
+    /// `STARPU_HOSTNAME`: the name of the samples (`bus/<name>.platform.xml`).
+    pub name: String,
+    /// `STARPU_NCPU`, when restricted.
+    pub ncpu: Option<u32>,
+    /// `STARPU_NCUDA`, when restricted.
+    pub ncuda: Option<u32>,
+}
+
+impl Machine {
+    /// Parses `NAME[:ncpu=N][,ncuda=M]`.
+    pub fn parse(text: &str) -> Result<Machine, String> {
+        let (name, opts) = text.split_once(':').unwrap_or((text, ""));
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c))
+        {
+            return Err(format!("'{text}': a machine is NAME[:ncpu=N,ncuda=M]"));
+        }
+        let mut machine = Machine {
+            name: name.to_string(),
+            ncpu: None,
+            ncuda: None,
+        };
+        for opt in opts.split(',').filter(|o| !o.is_empty()) {
+            let (key, value) = opt
+                .split_once('=')
+                .ok_or_else(|| format!("'{text}': '{opt}' is not KEY=VALUE"))?;
+            let n: u32 = value
+                .parse()
+                .map_err(|_| format!("'{text}': {key}={value} is not a whole number"))?;
+            match key {
+                "ncpu" => machine.ncpu = Some(n),
+                "ncuda" => machine.ncuda = Some(n),
+                _ => return Err(format!("'{text}': unknown setting {key} (ncpu, ncuda)")),
+            }
+        }
+        Ok(machine)
+    }
+
+    /// The label of tables and files: `attila`, `attila(ncpu=4,ncuda=1)`.
+    pub fn label(&self) -> String {
+        let mut opts = Vec::new();
+        if let Some(n) = self.ncpu {
+            opts.push(format!("ncpu={n}"));
+        }
+        if let Some(n) = self.ncuda {
+            opts.push(format!("ncuda={n}"));
+        }
+        if opts.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}({})", self.name, opts.join(","))
+        }
+    }
+}
+
+/// The StarPU applications we run, with their sampled kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum App {
+    /// `cholesky_implicit`: tiled Cholesky (kernels `chol_model_*`).
+    Cholesky,
+    /// `lu_implicit_example_float`: tiled LU without pivoting
+    /// (`starpu_slu_lu_model_*`).
+    Lu,
+    /// `sgemm`: one blocked GEMM repeated (`starpu_sgemm_gemm`).
+    Gemm,
+}
+
+/// Tile sizes the samples hold for every kernel of every machine.
+pub const SAMPLED_TILES: [u32; 3] = [320, 640, 960];
+/// Iterations of the GEMM (the program prints the time of one).
+pub const GEMM_ITERATIONS: u32 = 10;
+
+/// One application at one size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Case {
+    pub app: App,
+    /// Matrix order.
+    pub n: u32,
+    /// Tile order (`n / tile` blocks per dimension).
+    pub tile: u32,
+}
+
+impl Case {
+    /// Parses `cholesky:19200`, `lu:9600/640`, `gemm:3840`.
+    pub fn parse(text: &str) -> Result<Case, String> {
+        let err = || format!("'{text}': a case is APP:N[/TILE] with APP cholesky, lu or gemm");
+        let (app, size) = text.split_once(':').ok_or_else(err)?;
+        let app = match app {
+            "cholesky" => App::Cholesky,
+            "lu" => App::Lu,
+            "gemm" => App::Gemm,
+            _ => return Err(err()),
+        };
+        let (n, tile) = size.split_once('/').unwrap_or((size, "960"));
+        let n: u32 = n.parse().map_err(|_| err())?;
+        let tile: u32 = tile.parse().map_err(|_| err())?;
+        if !SAMPLED_TILES.contains(&tile) {
+            return Err(format!(
+                "'{text}': the samples hold kernels of tiles {SAMPLED_TILES:?} only, not {tile}"
+            ));
+        }
+        if n == 0 || n % tile != 0 {
+            return Err(format!(
+                "'{text}': N={n} is not a positive multiple of the tile {tile}"
+            ));
+        }
+        let case = Case { app, n, tile };
+        if app == App::Gemm && case.blocks() < 2 {
+            return Err(format!(
+                "'{text}': GEMM needs at least 2 blocks per dimension"
+            ));
+        }
+        Ok(case)
+    }
+
+    /// Blocks per dimension.
+    pub fn blocks(&self) -> u32 {
+        self.n / self.tile
+    }
+
+    pub fn app_name(&self) -> &'static str {
+        match self.app {
+            App::Cholesky => "cholesky",
+            App::Lu => "lu",
+            App::Gemm => "gemm",
+        }
+    }
+
+    /// `cholesky 19200 (20x20 tiles of 960)`.
+    pub fn label(&self) -> String {
+        format!("{}:{}", self.app_name(), self.n)
+    }
+
+    /// The installed program, relative to `<prefix>/lib/starpu/examples`.
+    pub fn program(&self) -> &'static str {
+        match self.app {
+            App::Cholesky => "cholesky_implicit",
+            App::Lu => "lu_implicit_example_float",
+            App::Gemm => "sgemm",
+        }
+    }
+
+    pub fn args(&self) -> Vec<String> {
+        let (n, b) = (self.n.to_string(), self.blocks().to_string());
+        match self.app {
+            App::Cholesky | App::Lu => vec!["-size".into(), n, "-nblocks".into(), b],
+            App::Gemm => vec![
+                "-xyz".into(),
+                n,
+                "-nblocks".into(),
+                b,
+                "-iter".into(),
+                GEMM_ITERATIONS.to_string(),
+            ],
+        }
+    }
+
+    /// Tasks the application submits, where the count follows from the
+    /// algorithm (checked against what the workers executed).
+    pub fn expected_tasks(&self) -> Option<u64> {
+        let k = u64::from(self.blocks());
+        match self.app {
+            // potrf k, trsm and syrk k(k-1)/2 each, gemm k(k-1)(k-2)/6.
+            App::Cholesky => Some(k + k * (k - 1) + k * (k - 1) * (k.saturating_sub(2)) / 6),
+            // getrf k, trsm k(k-1), gemm (k-1)k(2k-1)/6.
+            App::Lu => Some(k + k * (k - 1) + (k - 1) * k * (2 * k - 1) / 6),
+            App::Gemm => None,
+        }
+    }
+}
+
+/// Where the SimGrid build, its samples and our library are.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// `<prefix>/lib/starpu/examples`.
+    pub examples: PathBuf,
+    /// A copy of the sampling directory (`bus/`, `codelets/`), private to
+    /// this invocation, so that nothing StarPU writes reaches the samples.
+    pub samples: PathBuf,
+    /// Our library built against the SimGrid prefix.
+    pub library: PathBuf,
+    /// Per-run scratch directories (STARPU_HOME, outputs) go below.
+    pub scratch: PathBuf,
+    pub timeout: Duration,
+}
+
+/// What one run printed, parsed.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Exit status, or why there is none.
+    pub status: Result<i32, String>,
+    /// Simulated milliseconds as the program prints them (the whole
+    /// factorisation; one iteration of the GEMM).
+    pub ms: Option<f64>,
+    pub gflops: Option<f64>,
+    /// StarPU's LP area bound, ms (`Tms`, printed with `-bound`).
+    pub bound_ms: Option<f64>,
+    /// `Total transfers` of STARPU_BUS_STATS, GiB.
+    pub gib: Option<f64>,
+    /// Tasks executed, summed over STARPU_WORKER_STATS's workers.
+    pub executed: Option<u64>,
+    /// Tasks per worker kind ("CPU", "CUDA"), from the same statistics.
+    pub by_kind: BTreeMap<String, u64>,
+    /// Our summary lines: (tasks, popped, left), summed over contexts.
+    pub ours: Option<(u64, u64, u64)>,
+    /// A "plb: error" line of our library.
+    pub plb_error: Option<String>,
+    /// Real seconds the simulation took.
+    pub wall_s: f64,
+    /// The tail of stderr, for failures.
+    pub stderr_tail: String,
+}
+
+/// What to run on a machine: a case under a policy.
+pub struct Request<'a> {
+    pub case: &'a Case,
+    pub policy: &'a str,
+    /// The policy comes from our library (loaded by `STARPU_SCHED_LIB`).
+    pub ours: bool,
+    /// Also ask the program for StarPU's LP area bound (`-bound`).
+    pub bound: bool,
+    /// Extra environment.
+    pub env: &'a [(String, String)],
+    /// Name of the run's scratch directory.
+    pub tag: &'a str,
+}
+
+/// Runs `req` on `machine`.
+pub fn run(setup: &Setup, machine: &Machine, req: &Request<'_>) -> Outcome {
+    let (case, policy, ours) = (req.case, req.policy, req.ours);
+    let dir = setup.scratch.join(req.tag);
+    let home = dir.join("starpu-home");
+    if let Err(e) = std::fs::create_dir_all(&home) {
+        return Outcome {
+            status: Err(format!("{}: {e}", home.display())),
+            ..Outcome::default()
+        };
+    }
+    let mut cmd = Command::new(setup.examples.join(case.program()));
+    cmd.args(case.args())
+        .args(req.bound.then_some("-bound"))
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, _) in std::env::vars_os() {
+        let n = name.to_string_lossy();
+        if n.starts_with("STARPU_") || n.starts_with("PLB_") || n == "LD_PRELOAD" {
+            cmd.env_remove(&name);
+        }
+    }
+    cmd.env("STARPU_HOME", &home)
+        .env("STARPU_HOSTNAME", &machine.name)
+        .env("STARPU_PERF_MODEL_DIR", &setup.samples)
+        .env("STARPU_SCHED", policy)
+        .env("STARPU_BUS_STATS", "1")
+        .env("STARPU_WORKER_STATS", "1");
+    if let Some(n) = machine.ncpu {
+        cmd.env("STARPU_NCPU", n.to_string());
+    }
+    if let Some(n) = machine.ncuda {
+        cmd.env("STARPU_NCUDA", n.to_string());
+    }
+    if ours {
+        cmd.env("STARPU_SCHED_LIB", &setup.library)
+            .env("PLB_SUMMARY", "1");
+    }
+    cmd.envs(req.env.iter().map(|(k, v)| (k, v)));
+    let start = Instant::now();
+    let (status, stdout, stderr) = run_with_timeout(cmd, setup.timeout);
+    let mut outcome = parse(&stdout, &stderr);
+    outcome.status = status;
+    outcome.wall_s = start.elapsed().as_secs_f64();
+    outcome
+}
+
+impl Default for Outcome {
+    fn default() -> Outcome {
+        Outcome {
+            status: Err("not run".into()),
+            ms: None,
+            gflops: None,
+            bound_ms: None,
+            gib: None,
+            executed: None,
+            by_kind: BTreeMap::new(),
+            ours: None,
+            plb_error: None,
+            wall_s: 0.0,
+            stderr_tail: String::new(),
+        }
+    }
+}
+
+/// Runs `cmd`, killing it after `limit`; returns its status and output.
+fn run_with_timeout(mut cmd: Command, limit: Duration) -> (Result<i32, String>, String, String) {
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return (
+                Err(format!("cannot start: {e}")),
+                String::new(),
+                String::new(),
+            );
+        }
+    };
+    // Read both pipes on threads so a chatty program cannot block on a full pipe.
+    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let out = read(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = read(child.stderr.take().map(|p| Box::new(p) as _));
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => {
+                break s.code().ok_or_else(|| format!("killed by a signal ({s})"));
+            }
+            Ok(None) if start.elapsed() >= limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break Err(format!("timed out after {} s", limit.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => break Err(format!("wait: {e}")),
+        }
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    (status, stdout, stderr)
+}
+
+/// Parses a run's output: the program's result line (`# size ms GFlop/s`
+/// header, then values; the GEMM's header is `# x y z ms GFlop/s`), the
+/// bus statistics, the worker statistics and our summary lines.
+pub fn parse(stdout: &str, stderr: &str) -> Outcome {
+    let mut o = Outcome::default();
+    for text in [stdout, stderr] {
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let header: Vec<&str> = line.trim_start_matches('#').split_whitespace().collect();
+            if line.starts_with('#') && header.contains(&"ms") && header.contains(&"GFlop/s") {
+                if let Some(values) = lines.get(i + 1) {
+                    let values: Vec<&str> = values.split_whitespace().collect();
+                    let field = |name: &str| {
+                        let at = header.iter().position(|h| *h == name)?;
+                        values.get(at)?.parse::<f64>().ok()
+                    };
+                    o.ms = field("ms");
+                    o.gflops = field("GFlop/s");
+                    o.bound_ms = field("Tms");
+                }
+            }
+        }
+    }
+    let mut kind: Option<String> = None;
+    let mut executed = None;
+    for line in stderr.lines().chain(stdout.lines()) {
+        if let Some(rest) = line.strip_prefix("Total transfers:") {
+            o.gib = rest.split_whitespace().next().and_then(|v| v.parse().ok());
+        }
+        // Worker statistics: a worker's name line ("CUDA 0.0 (Fermi ...)",
+        // "CPU 3"), then "\t<n> task(s)".
+        if !line.starts_with(char::is_whitespace) {
+            kind = line
+                .split_whitespace()
+                .next()
+                .filter(|w| ["CPU", "CUDA", "OpenCL", "HIP"].contains(w))
+                .map(String::from);
+        } else if let (Some(k), Some(n)) = (&kind, line.trim().strip_suffix(" task(s)")) {
+            if let Ok(n) = n.parse::<u64>() {
+                *o.by_kind.entry(k.clone()).or_default() += n;
+                *executed.get_or_insert(0) += n;
+            }
+        }
+        if let Some(at) = line.find("plb: policy=") {
+            let fields: BTreeMap<&str, u64> = line[at + 5..]
+                .split_whitespace()
+                .filter_map(|kv| kv.split_once('='))
+                .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
+                .collect();
+            let (t, p, l) = o.ours.unwrap_or((0, 0, 0));
+            let get = |k: &str| fields.get(k).copied().unwrap_or(0);
+            o.ours = Some((t + get("tasks"), p + get("popped"), l + get("left")));
+        }
+        if line.contains("plb: error") && o.plb_error.is_none() {
+            o.plb_error = Some(line.trim().to_string());
+        }
+    }
+    o.executed = executed;
+    let tail: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.contains("[xbt_cfg/INFO]") && !l.contains("[surf_parse/INFO]"))
+        .collect();
+    o.stderr_tail = tail[tail.len().saturating_sub(12)..].join("\n");
+    o
+}
+
+/// Why a run is wrong, if it is: it must exit 0, print its result, execute
+/// the same number of tasks as under eager (`reference`) and as the
+/// algorithm submits, and for our policies account for every task.
+pub fn verdict(case: &Case, o: &Outcome, ours: bool, reference: Option<u64>) -> Result<(), String> {
+    match &o.status {
+        Ok(0) => {}
+        Ok(code) => return Err(format!("exit status {code}")),
+        Err(e) => return Err(e.clone()),
+    }
+    if let Some(e) = &o.plb_error {
+        return Err(format!("our library reported an error: {e}"));
+    }
+    if o.ms.is_none() || o.gflops.is_none() {
+        return Err("no result line (ms, GFlop/s) in the output".into());
+    }
+    let executed = o
+        .executed
+        .ok_or("no worker statistics (STARPU_WORKER_STATS) in the output")?;
+    if let Some(expected) = case.expected_tasks() {
+        if executed != expected {
+            return Err(format!(
+                "{executed} tasks executed, the algorithm submits {expected}"
+            ));
+        }
+    }
+    if let Some(r) = reference {
+        if executed != r {
+            return Err(format!("{executed} tasks executed, {r} under eager"));
+        }
+    }
+    if ours {
+        let (tasks, popped, left) = o
+            .ours
+            .ok_or("no plb summary line: our policy did not run")?;
+        if tasks != executed || popped != tasks || left != 0 {
+            return Err(format!(
+                "our summary says tasks={tasks} popped={popped} left={left}, workers executed {executed}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The path of our library built against the SimGrid prefix by
+/// `scripts/simgrid.sh`, next to this executable's target directory.
+pub fn default_library() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
+        .unwrap_or_else(|| Path::new("target").to_path_buf())
+        .join("starpu14-simgrid/release/libstarpu_plb.so")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cases_and_machines_parse_and_refuse() {
+        let c = Case::parse("cholesky:19200").unwrap();
+        assert_eq!((c.n, c.tile, c.blocks()), (19200, 960, 20));
+        assert_eq!(Case::parse("lu:9600/640").unwrap().blocks(), 15);
+        assert!(
+            Case::parse("cholesky:1000")
+                .unwrap_err()
+                .contains("multiple")
+        );
+        assert!(
+            Case::parse("cholesky:1000/100")
+                .unwrap_err()
+                .contains("tiles")
+        );
+        assert!(Case::parse("qr:960").is_err());
+        assert!(Case::parse("gemm:960").unwrap_err().contains("2 blocks"));
+        let m = Machine::parse("attila:ncpu=4,ncuda=1").unwrap();
+        assert_eq!((m.ncpu, m.ncuda), (Some(4), Some(1)));
+        assert_eq!(m.label(), "attila(ncpu=4,ncuda=1)");
+        assert!(Machine::parse("attila:ngpu=1").is_err());
+        assert!(Machine::parse("../x").is_err());
+    }
+
+    #[test]
+    fn task_counts_follow_the_algorithms() {
+        // 816 tasks for 16x16 tiles: StarPU's own count for cholesky_implicit.
+        assert_eq!(
+            Case::parse("cholesky:15360").unwrap().expected_tasks(),
+            Some(816)
+        );
+        // LU on 2x2 tiles: getrf 2, trsm 2, gemm 1.
+        assert_eq!(Case::parse("lu:1920").unwrap().expected_tasks(), Some(5));
+    }
+
+    #[test]
+    fn output_is_parsed() {
+        let stdout = "# size\tms\tGFlop/s\tTms\tTGFlop/s\n9600\t619\t476.2\t178\t1653.0\n";
+        let stderr = "Total transfers: 0.6866 GB\nWorker stats:\nCUDA 0.0 (Fermi C2050 2.7 GiB)  \n\t78 task(s)\n\
+                      \ttime split: total\nCPU 0                           \n\t142 task(s)\n\
+                      plb: policy=greedy ctx=0 tasks=220 executed=220 workers=12 popped=220 left=0\n";
+        let o = parse(stdout, stderr);
+        assert_eq!(
+            (o.ms, o.gflops, o.gib),
+            (Some(619.0), Some(476.2), Some(0.6866))
+        );
+        assert_eq!(o.bound_ms, Some(178.0));
+        assert_eq!(o.executed, Some(220));
+        assert_eq!(o.by_kind.get("CUDA"), Some(&78));
+        assert_eq!(o.ours, Some((220, 220, 0)));
+        let gemm = parse("# x\ty\tz\tms\tGFlop/s\n3840\t3840\t3840\t69\t1646.5\n", "");
+        assert_eq!((gemm.ms, gemm.gflops), (Some(69.0), Some(1646.5)));
+        let case = Case::parse("cholesky:9600").unwrap();
+        let mut ok = o.clone();
+        ok.status = Ok(0);
+        assert!(verdict(&case, &ok, true, Some(220)).is_ok());
+        assert!(
+            verdict(&case, &ok, true, Some(221))
+                .unwrap_err()
+                .contains("eager")
+        );
+        let mut lost = ok.clone();
+        lost.ours = Some((220, 219, 1));
+        assert!(
+            verdict(&case, &lost, true, None)
+                .unwrap_err()
+                .contains("left=1")
+        );
+        let mut failed = ok;
+        failed.status = Ok(134);
+        assert!(verdict(&case, &failed, false, None).is_err());
+    }
+}
