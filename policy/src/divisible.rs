@@ -297,7 +297,8 @@ impl DivisibleRun {
                 return Err(DivisibleError::BadWorker(w));
             }
         }
-        let tuning = Tuning::from_env().map_err(|e| DivisibleError::Config(e.to_string()))?;
+        let tuning = crate::config::tuning_from_env().map_err(DivisibleError::Config)?;
+        crate::config::check_spec(&spec).map_err(DivisibleError::Config)?;
         // Per-kind minimums (PLB_MIN_BLOCK=cpu=..,opencl=..) need the kinds.
         let kinds = crate::starpu::worker_kinds(workers);
         let balancer = spec.build(&BuildContext {

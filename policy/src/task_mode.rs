@@ -146,6 +146,12 @@ pub struct TaskModePolicy {
     pending: Vec<PaddedFlag>,
     /// Tasks held, readable without the lock.
     queued: AtomicUsize,
+    /// Workers the scheduler believes are in the context. StarPU 1.4 never
+    /// calls a policy's `remove_workers` when workers leave a context
+    /// (`starpu_sched_ctx_remove_workers`: the call is commented out in its
+    /// `sched_ctx.c`), so pops compare this with the context's count and
+    /// resynchronise ([`TaskModePolicy::sync_members`]).
+    members: AtomicUsize,
     idle: IdleFlags,
     /// Nanoseconds spent fitting (refit jobs) and in balancer consults.
     model_ns: AtomicU64,
@@ -158,6 +164,42 @@ fn now_s() -> f64 {
 }
 
 impl TaskModePolicy {
+    /// Brings the scheduler's workers in line with the context's (see
+    /// `members`): workers that left are removed (their epochs dissolve onto
+    /// the others), workers that joined unannounced are added. Returns the
+    /// workers to wake. StarPU is asked outside our lock.
+    fn sync_members(&self, ctx: SchedCtx) -> Vec<WorkerId> {
+        let now: Vec<WorkerId> = ctx.workers();
+        let known: Vec<usize> = relaxed_lock(&self.state).sched.workers().to_vec();
+        let gone: Vec<WorkerId> = known
+            .iter()
+            .filter(|&&w| !now.iter().any(|n| n.index() == w))
+            .map(|&w| WorkerId(w as u32))
+            .collect();
+        let new: Vec<WorkerId> = now
+            .iter()
+            .copied()
+            .filter(|n| !known.contains(&n.index()))
+            .collect();
+        if !new.is_empty() {
+            self.add_workers(ctx, &new);
+        }
+        let wake = if gone.is_empty() {
+            // Counts differ only transiently (a change in progress): note
+            // the context's count so the next pops do not ask again.
+            self.members.store(now.len(), Ordering::Release);
+            Vec::new()
+        } else {
+            log::debug!(
+                "{}: workers {gone:?} left context {} unannounced",
+                self.name,
+                ctx.id()
+            );
+            self.remove_workers(ctx, &gone)
+        };
+        wake
+    }
+
     /// Clears the idle flags of the workers the scheduler notified (they
     /// look again at their next poll) and returns those that were idle: with
     /// blocking drivers they sleep until woken.
@@ -297,13 +339,18 @@ impl TaskModePolicy {
 impl SchedPolicy for TaskModePolicy {
     fn new(_ctx: SchedCtx, info: &'static PolicyInfo) -> Self {
         let n = WorkerId::max_workers();
-        let tuning = Tuning::from_env().unwrap_or_else(|e| {
-            // Refused earlier by starpu_initialize; keep the defaults.
-            log::error!(
-                "{}: {e}; using the default balancer parameters",
+        let tuning = crate::config::tuning_from_env().unwrap_or_else(|e| {
+            // Refused earlier by starpu_initialize (1.3); with 1.4's
+            // STARPU_SCHED_LIB this is the first place that sees it.
+            eprintln!(
+                "plb: error: {}: {e}; using the default balancer parameters",
                 info.name()
             );
-            Tuning::default()
+            let mut t = Tuning::default();
+            if !crate::config::IPOPT_USABLE {
+                t.solver = Some(plb_core::solve::Primary::Fast);
+            }
+            t
         });
         let spec = BalancerSpec::parse(info.name()).unwrap_or_else(|e| {
             // Every catalog entry is a registry name.
@@ -320,6 +367,7 @@ impl SchedPolicy for TaskModePolicy {
             mailboxes: (0..n).map(|_| Mutex::new(Mailbox::default())).collect(),
             pending: (0..n).map(|_| PaddedFlag::default()).collect(),
             queued: AtomicUsize::new(0),
+            members: AtomicUsize::new(0),
             idle: IdleFlags::new(n),
             model_ns: AtomicU64::new(0),
             held: HoldTimer::from_env(),
@@ -338,7 +386,11 @@ impl SchedPolicy for TaskModePolicy {
             .zip(kinds)
             .map(|(w, k)| (w.index(), k))
             .collect();
-        relaxed_lock(&self.state).sched.add_workers(&added);
+        let mut st = relaxed_lock(&self.state);
+        st.sched.add_workers(&added);
+        self.members
+            .store(st.sched.workers().len(), Ordering::Release);
+        drop(st);
         for w in workers {
             self.idle.clear(w.index());
         }
@@ -349,6 +401,8 @@ impl SchedPolicy for TaskModePolicy {
         let mut st = relaxed_lock(&self.state);
         let State { sched, book, .. } = &mut *st;
         sched.remove_workers(&ids, book);
+        self.members
+            .store(st.sched.workers().len(), Ordering::Release);
         let wake = self.notify(&mut st.sched);
         self.queued.store(st.sched.held(), Ordering::Release);
         drop(st);
@@ -375,8 +429,12 @@ impl SchedPolicy for TaskModePolicy {
         wake.into_iter().map(|w| WorkerId(w as u32)).collect()
     }
 
-    fn pop(&self, _ctx: SchedCtx, worker: WorkerId) -> Popped {
+    fn pop(&self, ctx: SchedCtx, worker: WorkerId) -> Popped {
         let w = worker.index();
+        let mut resynced = Vec::new();
+        if ctx.worker_count() != self.members.load(Ordering::Acquire) {
+            resynced = self.sync_members(ctx);
+        }
         let pending = self
             .pending
             .get(w)
@@ -387,7 +445,10 @@ impl SchedPolicy for TaskModePolicy {
         // `central_queue`: blocking drivers need the flag to be woken).
         let empty = self.queued.load(Ordering::Acquire) == 0 && !drivers_block();
         if !pending && (empty || self.idle.is_idle(w)) {
-            return Popped::default();
+            return Popped {
+                task: None,
+                wake: resynced,
+            };
         }
         let (taken, wake) = self.take(worker);
         let Some(Taken {
@@ -399,6 +460,8 @@ impl SchedPolicy for TaskModePolicy {
             est_s,
         }) = taken
         else {
+            let mut wake = wake;
+            wake.extend(resynced);
             return Popped { task: None, wake };
         };
         task.set_implementation(implementation);
@@ -417,6 +480,8 @@ impl SchedPolicy for TaskModePolicy {
                 ticket,
             });
         }
+        let mut wake = wake;
+        wake.extend(resynced);
         Popped {
             task: Some(task),
             wake,

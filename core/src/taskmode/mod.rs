@@ -324,6 +324,11 @@ impl<T: SchedTask> Scheduler<T> {
     /// (placed on the remaining workers); every remaining worker is
     /// notified (it may steal what the removed ones left queued).
     pub fn remove_workers(&mut self, workers: &[usize], book: &ModelBook) {
+        log::debug!(
+            "{}: workers {workers:?} removed ({} held)",
+            self.spec.label(),
+            self.held()
+        );
         self.workers.retain(|w| !workers.contains(w));
         self.dissolve_epochs(Some(workers), book);
         self.notify.extend(self.workers.iter().copied());

@@ -247,3 +247,57 @@ fn tasks_nobody_can_run_are_kept_and_drained() {
     assert!(left.contains(&t));
     assert_eq!(s.held(), 0);
 }
+
+/// Pops on `worker` alone until the scheduler holds nothing (each task
+/// taking `secs`); returns the ids it ran. Panics if it stops getting tasks.
+fn drain_on(s: &mut Scheduler<Fake>, book: &mut ModelBook, worker: usize, secs: f64) -> Vec<usize> {
+    let mut ran = Vec::new();
+    let mut now = 1.0;
+    for _ in 0..100_000 {
+        if s.held() == 0 {
+            return ran;
+        }
+        match s.pop_now(worker, now, book) {
+            Some(t) => {
+                now += secs;
+                ran.push(t.task.id);
+                book.record_now(worker, t.codelet, t.units, secs);
+                if let Some(ticket) = t.ticket {
+                    s.task_done(ticket, secs, now, book);
+                }
+            }
+            None => now += 2.0 * STAGING_QUIET_S,
+        }
+    }
+    panic!(
+        "worker {worker} stopped getting tasks with {} held (ran {ran:?})",
+        s.held()
+    );
+}
+
+/// StarPU 1.4's sched_ctx_remove: a context's tasks are queued, then one of
+/// its two workers is removed; the other must run everything left.
+#[test]
+fn the_remaining_worker_runs_what_a_removed_one_left() {
+    for name in registry::names().filter(|n| *n != "greedy") {
+        for popped_before in [None, Some(0), Some(1)] {
+            let mut s = sched(name, 2);
+            let mut book = ModelBook::default();
+            for i in 0..32 {
+                s.push(task(i, 5), 0.0, &book, NEVER_IDLE);
+            }
+            let mut ran = Vec::new();
+            if let Some(w) = popped_before {
+                ran.extend(s.pop_now(w, 0.0, &book).map(|t| t.task.id));
+            }
+            s.remove_workers(&[0], &book);
+            ran.extend(drain_on(&mut s, &mut book, 1, 0.01));
+            ran.sort_unstable();
+            assert_eq!(
+                ran,
+                (0..32).collect::<Vec<_>>(),
+                "{name}, popped before: {popped_before:?}"
+            );
+        }
+    }
+}

@@ -38,6 +38,14 @@ impl SchedCtx {
         self.0
     }
 
+    /// How many workers the context has now, read from StarPU (cheap: no
+    /// lock, no allocation).
+    pub fn worker_count(self) -> usize {
+        // SAFETY: a plain read of the context's worker collection; StarPU
+        // returns 0 for an id it does not know.
+        unsafe { sys::starpu_sched_ctx_get_nworkers(self.0) as usize }
+    }
+
     /// The workers currently in the context, read from StarPU.
     pub fn workers(self) -> Vec<WorkerId> {
         let mut buf = vec![0i32; WorkerId::max_workers()];

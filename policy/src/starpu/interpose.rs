@@ -71,7 +71,7 @@ fn selected_policy() -> Option<(String, *mut sys::starpu_sched_policy)> {
 /// `-EINVAL` for `starpu_initialize` to return (never a silently altered
 /// value).
 pub(crate) fn check_settings() -> Result<(), c_int> {
-    if let Err(e) = crate::config::Tuning::from_env() {
+    if let Err(e) = crate::config::tuning_from_env() {
         eprintln!("plb: error: {e}");
         return Err(-libc::EINVAL);
     }
