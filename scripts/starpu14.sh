@@ -37,7 +37,7 @@ common=(--disable-fortran --disable-build-doc --disable-starpupy --disable-cuda
 flags_of() {
   case "$1" in
     native) echo "${common[*]} --enable-mpi --enable-opencl --enable-quick-check" ;;
-    simgrid) echo "${common[*]} --enable-simgrid --disable-mpi --disable-opencl" ;;
+    simgrid) echo "${common[*]} --enable-simgrid --disable-mpi --disable-opencl --enable-maxcudadev=8" ;;
   esac
 }
 stamped() { [ "$(head -1 "$root/$1/.plb-built" 2>/dev/null)" = "$VERSION $(flags_of "$1")" ]; }

@@ -1,6 +1,7 @@
 //! End-to-end checks of `PLB_EMULATE` on a real StarPU program.
 //!
-//! Runs StarPU's own `tasks_overhead` example under the preloaded
+//! Runs StarPU's own `tasks_overhead` example (of the StarPU this test was
+//! built for) under the preloaded
 //! `libstarpu_plb.so` (built by `cargo build --release`; the tests skip with
 //! a message when it or the examples are absent) with StarPU's `eager` and
 //! our `greedy`, and `tests/c/readonly_codelet.c` (built at test time).
@@ -13,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-const EXAMPLES: &str = "/usr/lib/x86_64-linux-gnu/starpu/examples";
 const NTASKS: u32 = 40;
 const LATENCY_MS: u64 = 20;
 
@@ -22,7 +22,9 @@ fn setup() -> Option<(PathBuf, PathBuf)> {
     let exe = std::env::current_exe().ok()?;
     // target/<profile>/deps/emulate-<hash> -> target/<profile>/libstarpu_plb.so
     let lib = exe.parent()?.parent()?.join("libstarpu_plb.so");
-    let prog = Path::new(EXAMPLES).join("tasks_overhead");
+    // The examples of the StarPU this test was built for (Debian's 1.3 in
+    // /usr/lib/<triplet>/starpu/examples, a 1.4 build's under its prefix).
+    let prog = Path::new(starpu_sys::STARPU_LIBDIR).join("starpu/examples/tasks_overhead");
     if !lib.is_file() {
         eprintln!(
             "skipped: {} not found (run `cargo build --release` first)",
@@ -38,12 +40,18 @@ fn setup() -> Option<(PathBuf, PathBuf)> {
 }
 
 fn run(lib: &Path, prog: &Path, sched: &str, emulate: Option<&str>) -> (Output, Duration) {
-    let home = std::env::temp_dir().join("plb-emulate-test-home");
+    let home = std::env::temp_dir().join(format!(
+        "plb-emulate-test-home-{}",
+        starpu_sys::STARPU_SERIES
+    ));
     std::fs::create_dir_all(&home).unwrap();
     let mut cmd = Command::new(prog);
     cmd.args(["-i", &NTASKS.to_string()])
         .env("LD_PRELOAD", lib)
         .env("STARPU_SCHED", sched)
+        // 1.4 registers our policies through STARPU_SCHED_LIB; the preload
+        // still interposes starpu_task_submit for the emulation.
+        .env("STARPU_SCHED_LIB", lib)
         .env("STARPU_NCPU", "2")
         .env("STARPU_NCUDA", "0")
         .env("STARPU_NOPENCL", "0")

@@ -30,10 +30,20 @@ fn setup() -> Option<(PathBuf, PathBuf)> {
 }
 
 fn run(lib: &Path, prog: &Path, sched: &str) -> Output {
-    let home = std::env::temp_dir().join(format!("plb-loading-test-home-{sched}"));
+    let home = std::env::temp_dir().join(format!(
+        "plb-loading-test-home-{sched}-{}",
+        starpu_sys::STARPU_SERIES
+    ));
     std::fs::create_dir_all(&home).unwrap();
     let mut cmd = Command::new(prog);
-    cmd.env("LD_PRELOAD", lib)
+    // Each series' own way: 1.3 interposes starpu_initialize (LD_PRELOAD),
+    // 1.4 dlopen()s STARPU_SCHED_LIB.
+    let loader = if starpu_sys::STARPU_SERIES == "1.3" {
+        "LD_PRELOAD"
+    } else {
+        "STARPU_SCHED_LIB"
+    };
+    cmd.env(loader, lib)
         .env("STARPU_SCHED", sched)
         .env("STARPU_NCPU", "2")
         .env("STARPU_NCUDA", "0")

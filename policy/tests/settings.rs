@@ -6,13 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const EXAMPLES: &str = "/usr/lib/x86_64-linux-gnu/starpu/examples";
 const NTASKS: u64 = 60;
 
 fn setup() -> Option<(PathBuf, PathBuf)> {
     let exe = std::env::current_exe().ok()?;
     let lib = exe.parent()?.parent()?.join("libstarpu_plb.so");
-    let prog = Path::new(EXAMPLES).join("tasks_overhead");
+    // The examples of the StarPU this test was built for.
+    let prog = Path::new(starpu_sys::STARPU_LIBDIR).join("starpu/examples/tasks_overhead");
     if !lib.is_file() || !prog.is_file() {
         eprintln!(
             "skipped: {} or {} not found (cargo build --release; starpu-examples)",
@@ -25,11 +25,16 @@ fn setup() -> Option<(PathBuf, PathBuf)> {
 }
 
 fn run(lib: &Path, prog: &Path, sched: &str, vars: &[(&str, &str)]) -> Output {
-    let home = std::env::temp_dir().join("plb-settings-test-home");
+    let home = std::env::temp_dir().join(format!(
+        "plb-settings-test-home-{}",
+        starpu_sys::STARPU_SERIES
+    ));
     std::fs::create_dir_all(&home).unwrap();
     let mut cmd = Command::new(prog);
     cmd.args(["-i", &NTASKS.to_string()])
         .env("LD_PRELOAD", lib)
+        // 1.4 registers our policies through STARPU_SCHED_LIB.
+        .env("STARPU_SCHED_LIB", lib)
         .env("STARPU_SCHED", sched)
         .env("STARPU_NCPU", "2")
         .env("STARPU_NCUDA", "0")

@@ -49,7 +49,9 @@ fn compile(name: &str) -> Option<PathBuf> {
         .args(["-std=gnu11", "-O1", "-Wall", "-Werror", "-o"])
         .arg(&exe)
         .arg(&src)
-        .args(flags.split_whitespace())
+        // pkg-config escapes for a shell (StarPU 1.4's
+        // -DSTARPU_OPENCL_DATADIR=\"...\"); no shell here, so unescape.
+        .args(flags.split_whitespace().map(|a| a.replace("\\\"", "\"")))
         .output()
     {
         Ok(out) => out,
