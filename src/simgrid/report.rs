@@ -143,8 +143,8 @@ pub fn write(
         "# SIMULATED (StarPU-SimGrid): StarPU's applications on sampled machines\n\n\
          Written by `plb simgrid`. StarPU 1.4.10 built with SimGrid runs the real application and \
          the real scheduler; kernel and transfer times are simulated from the performance models \
-         sampled on each machine. ms: simulated makespan as the program prints it (the whole \
-         factorisation; one of the GEMM's iterations), median over the repetitions [min–max]. \
+         sampled on each machine. ms: simulated makespan (as the program prints it for the \
+         factorisations; for the GEMM, its 10 iterations, from the GFlop/s it prints), median over the repetitions [min–max] (SimGrid runs are deterministic: equal repetitions show one value). \
          GiB moved: STARPU_BUS_STATS's total. bound/ms: StarPU's LP area bound (`-bound`, no \
          dependencies) over the median makespan, 1 being unreachable in general. GPU tasks: \
          share of the tasks run by CUDA workers.\n",
