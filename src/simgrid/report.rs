@@ -244,26 +244,17 @@ pub fn write(
 
     for (machine, cases) in &plot_data {
         let file = machine.replace(['(', ')', ',', '='], "_");
-        let mut dat = format!("case {}\n", policies.join(" "));
-        let mut gib = dat.clone();
-        for (case, bars) in cases {
-            let _ = writeln!(
-                dat,
-                "{case} {}",
-                bars.iter()
-                    .map(|b| format!("{:.1}", b.0))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            );
-            let _ = writeln!(
-                gib,
-                "{case} {}",
-                bars.iter()
-                    .map(|b| format!("{:.3}", b.1))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            );
-        }
+        // One gnuplot table per measure: a row per case, a column per policy.
+        let table = |value: &dyn Fn(&(f64, f64)) -> String| {
+            let mut text = format!("case {}\n", policies.join(" "));
+            for (case, bars) in cases {
+                let cells: Vec<String> = bars.iter().map(value).collect();
+                let _ = writeln!(text, "{case} {}", cells.join(" "));
+            }
+            text
+        };
+        let dat = table(&|b| format!("{:.1}", b.0));
+        let gib = table(&|b| format!("{:.3}", b.1));
         let dat_path = save(&format!("simgrid-{file}-gflops.dat"), &dat, &mut written)?;
         let gib_path = save(&format!("simgrid-{file}-gib.dat"), &gib, &mut written)?;
         let png = out.join(format!("simgrid-{file}.png"));
