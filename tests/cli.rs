@@ -374,3 +374,36 @@ fn runtime_failures_exit_1_with_a_plb_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn simgrid_refuses_bad_cases_machines_and_a_missing_build() {
+    let empty = std::env::temp_dir().join(format!("plb-simgrid-test-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let cases = [
+        (
+            vec!["--cases", "cholesky:1000"],
+            "not a positive multiple of the tile 960",
+        ),
+        (vec!["--cases", "qr:9600"], "APP cholesky, lu or gemm"),
+        (
+            vec!["--cases", "cholesky:1000/100"],
+            "kernels of tiles [320, 640, 960] only",
+        ),
+        (vec!["--machines", "attila:ngpu=2"], "unknown setting ngpu"),
+        (
+            vec!["--prefix", empty.to_str().unwrap()],
+            "no SimGrid build of StarPU",
+        ),
+    ];
+    for (args, message) in cases {
+        let out = plb()
+            .arg("simgrid")
+            .args(&args)
+            .args(["--out", empty.join("out").to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(message), "{args:?}: {}", text(&out));
+    }
+    let _ = std::fs::remove_dir_all(&empty);
+}
