@@ -47,8 +47,8 @@ our library against it, then runs this command with the arguments it is given).\
 Example: plb simgrid --machines attila,idgraf:ncuda=4 --cases cholesky:9600,cholesky:19200 --reps 3"
 )]
 pub struct Command {
-    /// Sampled machines, NAME[:ncpu=N,ncuda=M], comma-separated
-    /// (samples: attila, idgraf, mirage, sirocco, hannibal)
+    /// Sampled machines, NAME[:ncpu=N][:ncuda=M], comma-separated
+    /// (samples: attila, idgraf, mirage, sirocco; hannibal's are partial)
     #[arg(long, value_delimiter = ',', default_value = "attila,idgraf")]
     machines: Vec<String>,
     /// Cases, APP:N[/TILE] with APP cholesky, lu or gemm and TILE 320, 640

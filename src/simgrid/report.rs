@@ -243,7 +243,7 @@ pub fn write(
     save("simgrid.md", &md, &mut written)?;
 
     for (machine, cases) in &plot_data {
-        let file = machine.replace(['(', ')', ',', '='], "_");
+        let file = machine.replace([':', '='], "_");
         // One gnuplot table per measure: a row per case, a column per policy.
         let table = |value: &dyn Fn(&(f64, f64)) -> String| {
             let mut text = format!("case {}\n", policies.join(" "));

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A sampled machine, possibly restricted (`attila:ncpu=4,ncuda=1`).
+/// A sampled machine, possibly restricted (`attila:ncpu=4:ncuda=1`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Machine {
     /// `STARPU_HOSTNAME`: the name of the samples (`bus/<name>.platform.xml`).
@@ -18,22 +18,24 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// Parses `NAME[:ncpu=N][,ncuda=M]`.
+    /// Parses `NAME[:ncpu=N][:ncuda=M]` (`:`, since machines are
+    /// comma-separated on the command line).
     pub fn parse(text: &str) -> Result<Machine, String> {
-        let (name, opts) = text.split_once(':').unwrap_or((text, ""));
+        let mut parts = text.split(':');
+        let name = parts.next().unwrap_or("");
         if name.is_empty()
             || !name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c))
         {
-            return Err(format!("'{text}': a machine is NAME[:ncpu=N,ncuda=M]"));
+            return Err(format!("'{text}': a machine is NAME[:ncpu=N][:ncuda=M]"));
         }
         let mut machine = Machine {
             name: name.to_string(),
             ncpu: None,
             ncuda: None,
         };
-        for opt in opts.split(',').filter(|o| !o.is_empty()) {
+        for opt in parts {
             let (key, value) = opt
                 .split_once('=')
                 .ok_or_else(|| format!("'{text}': '{opt}' is not KEY=VALUE"))?;
@@ -49,20 +51,17 @@ impl Machine {
         Ok(machine)
     }
 
-    /// The label of tables and files: `attila`, `attila(ncpu=4,ncuda=1)`.
+    /// The label of tables and files, in the command line's grammar:
+    /// `attila`, `attila:ncpu=4:ncuda=1`.
     pub fn label(&self) -> String {
-        let mut opts = Vec::new();
+        let mut label = self.name.clone();
         if let Some(n) = self.ncpu {
-            opts.push(format!("ncpu={n}"));
+            label.push_str(&format!(":ncpu={n}"));
         }
         if let Some(n) = self.ncuda {
-            opts.push(format!("ncuda={n}"));
+            label.push_str(&format!(":ncuda={n}"));
         }
-        if opts.is_empty() {
-            self.name.clone()
-        } else {
-            format!("{}({})", self.name, opts.join(","))
-        }
+        label
     }
 }
 
@@ -499,10 +498,12 @@ mod tests {
         );
         assert!(Case::parse("qr:960").is_err());
         assert!(Case::parse("gemm:960").unwrap_err().contains("2 blocks"));
-        let m = Machine::parse("attila:ncpu=4,ncuda=1").unwrap();
+        let m = Machine::parse("attila:ncpu=4:ncuda=1").unwrap();
         assert_eq!((m.ncpu, m.ncuda), (Some(4), Some(1)));
-        assert_eq!(m.label(), "attila(ncpu=4,ncuda=1)");
+        assert_eq!(m.label(), "attila:ncpu=4:ncuda=1");
         assert!(Machine::parse("attila:ngpu=1").is_err());
+        assert!(Machine::parse("attila:ncpu=4,ncuda=1").is_err());
+        assert!(Machine::parse("attila:").is_err());
         assert!(Machine::parse("../x").is_err());
     }
 
