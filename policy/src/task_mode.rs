@@ -184,7 +184,7 @@ impl TaskModePolicy {
         if !new.is_empty() {
             self.add_workers(ctx, &new);
         }
-        let wake = if gone.is_empty() {
+        if gone.is_empty() {
             // Counts differ only transiently (a change in progress): note
             // the context's count so the next pops do not ask again.
             self.members.store(now.len(), Ordering::Release);
@@ -196,8 +196,7 @@ impl TaskModePolicy {
                 ctx.id()
             );
             self.remove_workers(ctx, &gone)
-        };
-        wake
+        }
     }
 
     /// Clears the idle flags of the workers the scheduler notified (they

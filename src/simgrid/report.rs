@@ -26,6 +26,9 @@ pub fn sampled_machines(samples: &Path) -> Vec<String> {
     names
 }
 
+/// One policy's bar in a case's group of the plots: (GFlop/s, GiB moved).
+type Bar = (f64, f64);
+
 /// Median, minimum and maximum of `values` (not empty).
 fn spread(values: &[f64]) -> (f64, f64, f64) {
     let mut v = values.to_vec();
@@ -149,7 +152,7 @@ pub fn write(
          dependencies) over the median makespan, 1 being unreachable in general. GPU tasks: \
          share of the tasks run by CUDA workers.\n",
     );
-    let mut plot_data: BTreeMap<String, Vec<(String, Vec<(f64, f64)>)>> = BTreeMap::new();
+    let mut plot_data: BTreeMap<String, Vec<(String, Vec<Bar>)>> = BTreeMap::new();
     for key in &order {
         let (machine, case) = key;
         let group = &groups[key];
@@ -245,7 +248,7 @@ pub fn write(
     for (machine, cases) in &plot_data {
         let file = machine.replace([':', '='], "_");
         // One gnuplot table per measure: a row per case, a column per policy.
-        let table = |value: &dyn Fn(&(f64, f64)) -> String| {
+        let table = |value: &dyn Fn(&Bar) -> String| {
             let mut text = format!("case {}\n", policies.join(" "));
             for (case, bars) in cases {
                 let cells: Vec<String> = bars.iter().map(value).collect();
