@@ -23,3 +23,6 @@ with_starpu14 native cargo test --release --test compat
 # policy, each run checked (every task executed, as many as under eager).
 echo "test: StarPU-SimGrid ($(starpu14_prefix simgrid))"
 target/release/plb simgrid --quick --out target/simgrid-check
+# The cross-check of our simulator against StarPU-SimGrid (builds its C
+# program; fails if the two makespans differ by more than 25%).
+bash scripts/simgrid.sh --xcheck --out target/simgrid-xcheck

@@ -18,6 +18,7 @@
 
 mod report;
 pub mod run;
+mod xcheck;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -84,6 +85,14 @@ pub struct Command {
     /// $PLB_SIMGRID_LIB, else target/starpu14-simgrid/release/libstarpu_plb.so]
     #[arg(long)]
     library: Option<PathBuf>,
+    /// Instead of the study: the cross-check of our simulator against
+    /// StarPU-SimGrid on one divisible workload (docs/simgrid.md)
+    #[arg(long)]
+    xcheck: bool,
+    /// The cross-check's StarPU program [default:
+    /// target/starpu14-simgrid/plb-xcheck, built by scripts/simgrid.sh]
+    #[arg(long, value_name = "PATH")]
+    xcheck_program: Option<PathBuf>,
     /// Real seconds after which one simulation is killed
     #[arg(long, default_value_t = 300, value_parser = positive::<u64>())]
     timeout: u64,
@@ -136,6 +145,29 @@ impl Command {
         });
         if policies.is_empty() {
             return Err(Failure::setup("--policies names no policy"));
+        }
+        if self.xcheck {
+            let machine = Machine::parse(xcheck::MACHINE).map_err(Failure::setup)?;
+            let setup = self.setup(&[machine])?;
+            let program = self
+                .xcheck_program
+                .clone()
+                .unwrap_or_else(run::default_xcheck_program);
+            let (md, worst) = xcheck::run(&setup, &program)?;
+            print!("{md}");
+            std::fs::create_dir_all(&self.out)
+                .map_err(|e| format!("{}: {e}", self.out.display()))?;
+            let path = self.out.join("xcheck.md");
+            std::fs::write(&path, &md).map_err(|e| format!("{}: {e}", path.display()))?;
+            println!("\nwritten:\n  {}", path.display());
+            if worst > xcheck::TOLERANCE {
+                return Err(Failure::from(format!(
+                    "the makespans differ by up to {:.0}% (more than {:.0}%): one side changed behaviour",
+                    100.0 * worst,
+                    100.0 * xcheck::TOLERANCE
+                )));
+            }
+            return Ok(ExitCode::SUCCESS);
         }
         let setup = self.setup(&machines)?;
         let total = machines.len() * cases.len() * (1 + policies.len() * self.repetitions);

@@ -265,6 +265,9 @@ pub fn run(setup: &Setup, machine: &Machine, req: &Request<'_>) -> Outcome {
         .env("STARPU_HOSTNAME", &machine.name)
         .env("STARPU_PERF_MODEL_DIR", &setup.samples)
         .env("STARPU_SCHED", policy)
+        // The samples list each GPU as a CUDA and an OpenCL device: CUDA
+        // workers only, as on the machines sampled.
+        .env("STARPU_NOPENCL", "0")
         .env("STARPU_BUS_STATS", "1")
         .env("STARPU_WORKER_STATS", "1");
     if let Some(n) = machine.ncpu {
@@ -467,14 +470,24 @@ pub fn verdict(case: &Case, o: &Outcome, ours: bool, reference: Option<u64>) -> 
     Ok(())
 }
 
-/// The path of our library built against the SimGrid prefix by
-/// `scripts/simgrid.sh`, next to this executable's target directory.
-pub fn default_library() -> PathBuf {
+/// `target/starpu14-simgrid`, where `scripts/simgrid.sh` builds against
+/// the SimGrid prefix, found from this executable (`target/release/plb`).
+fn simgrid_target() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
         .unwrap_or_else(|| Path::new("target").to_path_buf())
-        .join("starpu14-simgrid/release/libstarpu_plb.so")
+        .join("starpu14-simgrid")
+}
+
+/// Our library built against the SimGrid prefix.
+pub fn default_library() -> PathBuf {
+    simgrid_target().join("release/libstarpu_plb.so")
+}
+
+/// The cross-check's program (`scripts/simgrid-xcheck.c`).
+pub fn default_xcheck_program() -> PathBuf {
+    simgrid_target().join("plb-xcheck")
 }
 
 #[cfg(test)]
