@@ -12,17 +12,8 @@ command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 source scripts/lib/starpu14.sh
 bash scripts/starpu14.sh simgrid
 with_starpu14 simgrid cargo build --release -p starpu-plb
-# The cross-check's program (plb simgrid --xcheck): C, against the SimGrid
-# prefix and our library built for it.
-prefix=$(starpu14_prefix simgrid)
-lib="$PWD/target/starpu14-simgrid/release"
-xcheck="$PWD/target/starpu14-simgrid/plb-xcheck"
-if [ ! -x "$xcheck" ] || [ scripts/simgrid-xcheck.c -nt "$xcheck" ] || [ "$lib/libstarpu_plb.so" -nt "$xcheck" ]; then
-  # shellcheck disable=SC2046  # pkg-config's flags are words
-  cc -std=gnu11 -O2 -Wall -Werror -o "$xcheck" scripts/simgrid-xcheck.c -I policy/include \
-    $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs starpu-1.4) \
-    -L"$lib" -lstarpu_plb -Wl,-rpath,"$lib" -Wl,-rpath,"$prefix/lib"
-fi
+# The cross-check's program (plb simgrid --xcheck).
+build_xcheck "$PWD/target/starpu14-simgrid/plb-xcheck"
 cargo build --release --bin plb
 if [ "${1:-}" = --build-only ]; then exit 0; fi
 exec target/release/plb simgrid "$@"

@@ -23,3 +23,21 @@ with_starpu14() {
         LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
         "$@"
 }
+
+# build_xcheck OUT: compiles scripts/simgrid-xcheck.c (the StarPU-SimGrid side
+# of the simulator cross-check) into OUT against the SimGrid prefix and our
+# library built for it (target/starpu14-simgrid/release), when OUT is older
+# than either.
+build_xcheck() {
+    local out=$1 prefix lib
+    prefix=$(starpu14_prefix simgrid)
+    lib="$PWD/target/starpu14-simgrid/release"
+    [ -f "$lib/libstarpu_plb.so" ] || { echo "no $lib/libstarpu_plb.so: run bash scripts/simgrid.sh --build-only" >&2; return 1; }
+    if [ ! -x "$out" ] || [ scripts/simgrid-xcheck.c -nt "$out" ] || [ "$lib/libstarpu_plb.so" -nt "$out" ]; then
+        mkdir -p "$(dirname "$out")"
+        # shellcheck disable=SC2046  # pkg-config's flags are words
+        cc -std=gnu11 -O2 -Wall -Werror -o "$out" scripts/simgrid-xcheck.c -I policy/include \
+            $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs starpu-1.4) \
+            -L"$lib" -lstarpu_plb -Wl,-rpath,"$lib" -Wl,-rpath,"$prefix/lib"
+    fi
+}

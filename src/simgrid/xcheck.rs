@@ -17,30 +17,13 @@ use std::process::{Command, Stdio};
 
 use plb_core::balance::registry;
 use plb_core::balance::sim::{self, SimOptions, SimPu};
-use plb_core::model::LinearModel;
+use plb_core::balance::xcheck::{self as workload, BALANCERS, BYTES_PER_UNIT, UNITS};
+use plb_core::balance::xcheck::{CPU_FIXED_S, CPU_PER_UNIT_S, GPU_FIXED_S, GPU_PER_UNIT_S};
 
 use super::run::{Machine, Setup};
 
-/// The workload: `UNITS` units; per-kind block costs; bytes per unit.
-pub const UNITS: u64 = 10_000;
-pub const CPU_FIXED_S: f64 = 100e-6;
-pub const CPU_PER_UNIT_S: f64 = 1e-3;
-pub const GPU_FIXED_S: f64 = 30e-6;
-pub const GPU_PER_UNIT_S: f64 = 50e-6;
-pub const BYTES_PER_UNIT: u64 = 32 * 1024;
 /// The machine: attila with 2 CPU workers and 1 CUDA worker.
 pub const MACHINE: &str = "attila:ncpu=2:ncuda=1";
-/// The balancers compared (PLB-HeC with the fast solver: IPOPT cannot run
-/// under SimGrid).
-pub const BALANCERS: [&str; 7] = [
-    "greedy:W/64",
-    "greedy:W/256",
-    "plb-hac",
-    "plb-hec:solver=fast",
-    "hdss",
-    "acosta",
-    "static",
-];
 
 /// One side's outcome.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,28 +71,11 @@ pub fn bus(samples: &Path, machine: &str) -> Result<(f64, f64), String> {
     Ok((first("bandwidth")? * 1e6, first("latency")? * 1e-6))
 }
 
-/// Our simulator's PUs for `kinds`.
+/// Our simulator's PUs for `kinds` (StarPU's worker order).
 fn pus(kinds: &[String], bandwidth: f64, latency: f64) -> Vec<SimPu> {
     kinds
         .iter()
-        .map(|k| {
-            if k == "cuda" {
-                let mut pu = SimPu::new(LinearModel {
-                    fixed: GPU_FIXED_S,
-                    rate: 1.0 / GPU_PER_UNIT_S,
-                });
-                pu.transfer = Box::new(LinearModel {
-                    fixed: latency,
-                    rate: bandwidth / BYTES_PER_UNIT as f64,
-                });
-                pu
-            } else {
-                SimPu::new(LinearModel {
-                    fixed: CPU_FIXED_S,
-                    rate: 1.0 / CPU_PER_UNIT_S,
-                })
-            }
-        })
+        .map(|k| workload::pu(k == "cuda", BYTES_PER_UNIT as f64, bandwidth, latency))
         .collect()
 }
 
@@ -237,16 +203,5 @@ mod tests {
         assert_eq!(side.units, [8752, 624]);
         assert_eq!(side.makespan_s, 0.62444);
         assert!(parse_program("worker 0 cuda units 1 blocks 1\n").is_err());
-    }
-
-    #[test]
-    fn gpu_pus_pay_the_sampled_bus_and_cpu_pus_do_not() {
-        let p = pus(&["cuda".into(), "cpu".into()], 6e9, 10e-6);
-        let x = 100.0;
-        let gpu = sim::true_time(&p[0], x);
-        let expected = GPU_FIXED_S + x * GPU_PER_UNIT_S + 10e-6 + x * BYTES_PER_UNIT as f64 / 6e9;
-        assert!((gpu - expected).abs() < 1e-12, "{gpu} vs {expected}");
-        let cpu = sim::true_time(&p[1], x);
-        assert!((cpu - (CPU_FIXED_S + x * CPU_PER_UNIT_S)).abs() < 1e-12);
     }
 }

@@ -33,6 +33,7 @@ pub mod scenarios;
 pub mod sim;
 mod static_split;
 pub mod tuning;
+pub mod xcheck;
 
 pub use acosta::{Acosta, AcostaConfig, AcostaStats};
 pub use driver::{Driver, DriverError, Issued, Status};
