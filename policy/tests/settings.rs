@@ -160,3 +160,22 @@ fn summary_and_trace_describe_every_task() {
         }
     }
 }
+
+/// `PLB_BOUND=1` prints StarPU's LP bound once per run (the global
+/// context's teardown), and nothing without it.
+#[test]
+fn bound_is_printed_once_when_asked() {
+    let Some((lib, prog)) = setup() else { return };
+    let bound_lines = |o: &Output| {
+        stderr(o)
+            .lines()
+            .filter(|l| l.starts_with("plb: bound "))
+            .count()
+    };
+    let asked = run(&lib, &prog, "greedy", &[("PLB_BOUND", "1")]);
+    assert!(asked.status.success(), "{}", stderr(&asked));
+    assert_eq!(bound_lines(&asked), 1, "{}", stderr(&asked));
+    let quiet = run(&lib, &prog, "greedy", &[]);
+    assert!(quiet.status.success(), "{}", stderr(&quiet));
+    assert_eq!(bound_lines(&quiet), 0, "{}", stderr(&quiet));
+}

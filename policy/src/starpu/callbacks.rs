@@ -76,6 +76,7 @@ pub(crate) unsafe extern "C" fn init_sched<P: SchedPolicy>(ctx: c_uint) {
             trace,
         });
         log::info!("policy {} initialised for context {ctx}", info.name());
+        super::bound::start(ctx);
         // SAFETY: hands StarPU an owned pointer, reclaimed in deinit_sched.
         unsafe {
             sys::starpu_sched_ctx_set_policy_data(ctx, Box::into_raw(instance) as *mut c_void)
@@ -119,6 +120,7 @@ pub(crate) unsafe extern "C" fn deinit_sched<P: SchedPolicy>(ctx: c_uint) {
         }
         crate::diagnostics::note_abandoned(left.len());
         left.into_iter().for_each(Task::abandon);
+        super::bound::teardown(ctx);
     })
 }
 

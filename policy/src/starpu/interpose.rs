@@ -39,7 +39,7 @@ type InitializeFn =
 type PredefinedFn = unsafe extern "C" fn() -> *mut *mut sys::starpu_sched_policy;
 
 /// The next definition of `symbol` after this library (StarPU's own).
-fn next_symbol(symbol: &CStr) -> Option<*mut c_void> {
+pub(super) fn next_symbol(symbol: &CStr) -> Option<*mut c_void> {
     // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name is always valid.
     let p = unsafe { libc::dlsym(libc::RTLD_NEXT, symbol.as_ptr()) };
     (!p.is_null()).then_some(p)

@@ -13,6 +13,7 @@
 // still needs a `// SAFETY:` comment (clippy's undocumented_unsafe_blocks).
 #![allow(unsafe_code)]
 
+mod bound;
 mod callbacks;
 mod ctx;
 pub mod divisible_ffi;
