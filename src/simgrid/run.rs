@@ -255,27 +255,10 @@ pub fn run(setup: &Setup, machine: &Machine, req: &Request<'_>) -> Outcome {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for (name, _) in std::env::vars_os() {
-        let n = name.to_string_lossy();
-        if n.starts_with("STARPU_") || n.starts_with("PLB_") || n == "LD_PRELOAD" {
-            cmd.env_remove(&name);
-        }
-    }
-    cmd.env("STARPU_HOME", &home)
-        .env("STARPU_HOSTNAME", &machine.name)
-        .env("STARPU_PERF_MODEL_DIR", &setup.samples)
-        .env("STARPU_SCHED", policy)
-        // The samples list each GPU as a CUDA and an OpenCL device: CUDA
-        // workers only, as on the machines sampled.
-        .env("STARPU_NOPENCL", "0")
+    simulated_machine(&mut cmd, setup, machine, &home);
+    cmd.env("STARPU_SCHED", policy)
         .env("STARPU_BUS_STATS", "1")
         .env("STARPU_WORKER_STATS", "1");
-    if let Some(n) = machine.ncpu {
-        cmd.env("STARPU_NCPU", n.to_string());
-    }
-    if let Some(n) = machine.ncuda {
-        cmd.env("STARPU_NCUDA", n.to_string());
-    }
     if ours {
         cmd.env("STARPU_SCHED_LIB", &setup.library)
             .env("PLB_SUMMARY", "1");
@@ -314,6 +297,30 @@ impl Default for Outcome {
             wall_s: 0.0,
             stderr_tail: String::new(),
         }
+    }
+}
+
+/// Makes `cmd` run on the SimGrid machine `machine`: no inherited StarPU
+/// or PLB setting (nor preload), `home` as `STARPU_HOME`, the samples, the
+/// machine's restrictions.
+pub fn simulated_machine(cmd: &mut Command, setup: &Setup, machine: &Machine, home: &Path) {
+    for (name, _) in std::env::vars_os() {
+        let n = name.to_string_lossy();
+        if n.starts_with("STARPU_") || n.starts_with("PLB_") || n == "LD_PRELOAD" {
+            cmd.env_remove(&name);
+        }
+    }
+    cmd.env("STARPU_HOME", home)
+        .env("STARPU_HOSTNAME", &machine.name)
+        .env("STARPU_PERF_MODEL_DIR", &setup.samples)
+        // The samples list each GPU as a CUDA and an OpenCL device: CUDA
+        // workers only, as on the machines sampled.
+        .env("STARPU_NOPENCL", "0");
+    if let Some(n) = machine.ncpu {
+        cmd.env("STARPU_NCPU", n.to_string());
+    }
+    if let Some(n) = machine.ncuda {
+        cmd.env("STARPU_NCUDA", n.to_string());
     }
 }
 

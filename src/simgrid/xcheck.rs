@@ -20,7 +20,7 @@ use plb_core::balance::sim::{self, SimOptions, SimPu};
 use plb_core::balance::xcheck::{self as workload, BALANCERS, BYTES_PER_UNIT, UNITS};
 use plb_core::balance::xcheck::{CPU_FIXED_S, CPU_PER_UNIT_S, GPU_FIXED_S, GPU_PER_UNIT_S};
 
-use super::run::{Machine, Setup};
+use super::run::{Machine, Setup, simulated_machine};
 
 /// The machine: attila with 2 CPU workers and 1 CUDA worker.
 pub const MACHINE: &str = "attila:ncpu=2:ncuda=1";
@@ -128,19 +128,8 @@ pub fn run(setup: &Setup, program: &Path) -> Result<(String, f64), String> {
         ])
         .current_dir(&home)
         .stdin(Stdio::null());
-        for (var, _) in std::env::vars_os() {
-            let v = var.to_string_lossy();
-            if v.starts_with("STARPU_") || v.starts_with("PLB_") || v == "LD_PRELOAD" {
-                cmd.env_remove(&var);
-            }
-        }
-        cmd.env("STARPU_HOME", &home)
-            .env("STARPU_HOSTNAME", &machine.name)
-            .env("STARPU_PERF_MODEL_DIR", &setup.samples)
-            .env("STARPU_NCPU", machine.ncpu.unwrap_or(2).to_string())
-            .env("STARPU_NCUDA", machine.ncuda.unwrap_or(1).to_string())
-            .env("STARPU_NOPENCL", "0")
-            .env("STARPU_SCHED", "eager");
+        simulated_machine(&mut cmd, setup, &machine, &home);
+        cmd.env("STARPU_SCHED", "eager");
         let out = cmd
             .output()
             .map_err(|e| format!("{}: {e}", program.display()))?;
