@@ -136,11 +136,29 @@ impl<T: SchedTask> Queue<T> {
 
     /// Removes the oldest task `worker` can run, with its implementation.
     fn take_for(&mut self, worker: usize) -> Option<(Queued<T>, u32)> {
-        let (i, nimpl) = self
-            .items
-            .iter()
-            .enumerate()
-            .find_map(|(i, q)| q.task.implementation_on(worker).map(|n| (i, n)))?;
+        self.steal_for(worker, |_| None)
+    }
+
+    /// Removes the oldest task `worker` can run and would finish before this
+    /// queue's owner: `thief_s(task)` is the thief's predicted seconds
+    /// (from now, it is idle), the owner's predicted finish the sum of the
+    /// predictions up to and including the task. Where either prediction is
+    /// unknown the task may be taken (nothing says it is a loss).
+    fn steal_for(
+        &mut self,
+        worker: usize,
+        thief_s: impl Fn(&Queued<T>) -> Option<f64>,
+    ) -> Option<(Queued<T>, u32)> {
+        let mut ahead = 0.0;
+        let (i, nimpl) = self.items.iter().enumerate().find_map(|(i, q)| {
+            ahead += q.est_s;
+            let nimpl = q.task.implementation_on(worker)?;
+            let gains = match thief_s(q) {
+                Some(t) if q.est_s > 0.0 => t < ahead,
+                _ => true,
+            };
+            gains.then_some((i, nimpl))
+        })?;
         let q = self.items.remove(i)?;
         self.backlog_s = if self.items.is_empty() {
             0.0
@@ -393,17 +411,34 @@ impl<T: SchedTask> Scheduler<T> {
     }
 
     /// Takes from `worker`'s own queue, else steals: other queues, longest
-    /// first, then the unplaced ones.
-    fn take_fallback(&mut self, worker: usize) -> Option<(Queued<T>, u32)> {
+    /// first, then the unplaced ones. From a queue of a worker still in the
+    /// context it steals only a task it would finish before that worker
+    /// (both predictions known: its trained model plus the transfer, the
+    /// victim's queued predictions), so an idle slow worker does not take
+    /// what a busy fast one will finish sooner; from a removed worker's
+    /// queue it takes anything.
+    fn take_fallback(&mut self, worker: usize, book: &ModelBook) -> Option<(Queued<T>, u32)> {
         let own = self.queues.get_mut(worker).and_then(|q| q.take_for(worker));
         own.or_else(|| {
             let mut order: Vec<usize> = (0..self.queues.len())
                 .filter(|&i| i != worker && !self.queues[i].items.is_empty())
                 .collect();
             order.sort_by_key(|&i| std::cmp::Reverse(self.queues[i].items.len()));
+            let thief_s = |q: &Queued<T>| {
+                book.trained_prediction(worker, q.codelet, q.units)
+                    .map(|c| c + q.task.transfer_s(worker).unwrap_or(0.0))
+            };
+            let workers = &self.workers;
+            let queues = &mut self.queues;
             order
                 .into_iter()
-                .find_map(|i| self.queues[i].take_for(worker))
+                .find_map(|i| {
+                    if workers.contains(&i) {
+                        queues[i].steal_for(worker, thief_s)
+                    } else {
+                        queues[i].take_for(worker)
+                    }
+                })
                 .or_else(|| self.unplaced.take_for(worker))
         })
     }
@@ -612,8 +647,8 @@ impl<T: SchedTask> Scheduler<T> {
         }
     }
 
-    fn fallback(&mut self, worker: usize) -> Option<Pop<T>> {
-        let (item, nimpl) = self.take_fallback(worker)?;
+    fn fallback(&mut self, worker: usize, book: &ModelBook) -> Option<Pop<T>> {
+        let (item, nimpl) = self.take_fallback(worker, book)?;
         self.counters.fallback_tasks += 1;
         Some(Pop::Task(Taken {
             task: item.task,
@@ -649,7 +684,7 @@ impl<T: SchedTask> Scheduler<T> {
         if form && let Some(t) = self.form_or_flush(worker, now, book) {
             return Some(t);
         }
-        if let Some(t) = self.fallback(worker) {
+        if let Some(t) = self.fallback(worker, book) {
             return Some(t);
         }
         // The worker would idle: the staged batch is placed (or, when big
@@ -672,7 +707,7 @@ impl<T: SchedTask> Scheduler<T> {
             } else {
                 self.flush_staging(book);
             }
-            return self.fallback(worker);
+            return self.fallback(worker, book);
         }
         None
     }

@@ -301,3 +301,26 @@ fn the_remaining_worker_runs_what_a_removed_one_left() {
         }
     }
 }
+
+/// An idle slow worker does not steal what a busy fast one will finish
+/// sooner (trained models on both sides; before, it took the oldest task).
+#[test]
+fn an_idle_worker_steals_only_what_it_would_finish_first() {
+    let mut book = ModelBook::default();
+    for _ in 0..4 {
+        book.record_now(0, 3, 10.0, 0.001);
+        book.record_now(1, 3, 10.0, 0.030);
+    }
+    let mut s = sched("plb-hac", 2);
+    for i in 0..3 {
+        s.push(task(i, 3), 0.0, &book, NEVER_IDLE);
+    }
+    // The small batch is placed on the fast worker (finishes 1, 2, 3 ms
+    // against 30 ms); the slow one, idle, finds nothing worth taking.
+    assert!(s.pop_now(1, 1.0, &book).is_none());
+    let mut fast = Vec::new();
+    while let Some(t) = s.pop_now(0, 1.0, &book) {
+        fast.push(t.task.id);
+    }
+    assert_eq!(fast, [0, 1, 2]);
+}
