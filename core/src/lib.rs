@@ -20,6 +20,7 @@
 pub mod balance;
 pub mod baselines;
 pub mod bench;
+pub mod dag;
 pub mod fit;
 pub mod model;
 pub mod platform;

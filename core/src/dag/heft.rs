@@ -1,0 +1,85 @@
+//! The paper's online HEFT (§3.1, Algorithm 1): at each activation the
+//! ready tasks are sorted by decreasing accelerator speedup (the paper's
+//! rule: it favours the sum of execution times; the graph's upward ranks
+//! are unknown to a StarPU policy, which only sees ready tasks), and each
+//! goes to the worker with the earliest predicted finish. A task's start
+//! on a worker is the later of the worker's load time-stamp and the
+//! arrival of its data (transfers overlap with the backlog, as in StarPU's
+//! `dmda`). Cost: O(n log n + n·w) for n tasks and w workers.
+
+use super::{DagTask, DagWorker, by_speedup};
+
+/// Places the batch (see the module documentation); `usize::MAX` for a
+/// task no worker has a cost for.
+pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
+    let mut load: Vec<f64> = workers.iter().map(|w| w.load_s.max(0.0)).collect();
+    let mut order: Vec<usize> = (0..tasks.len()).collect();
+    by_speedup(tasks, workers, &mut order);
+    let mut out = vec![usize::MAX; tasks.len()];
+    for i in order {
+        let t = &tasks[i];
+        let best = (0..workers.len())
+            .filter_map(|w| {
+                let c = t.cost_s.get(w).copied().flatten()?;
+                let ready = t.transfer_s.get(w).copied().unwrap_or(0.0);
+                let end = load[w].max(ready) + c;
+                end.is_finite().then_some((w, end))
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        if let Some((w, end)) = best {
+            out[i] = w;
+            load[w] = end;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn the_fastest_finish_wins_and_loads_accumulate() {
+        let w = [cpu(0.0), gpu(1, 0.0)];
+        // GPU 5x faster: the first four go to the GPU (finish 1, 2, 3, 4)
+        // and the fifth to the CPU (5 on both: the lower index).
+        let tasks: Vec<_> = (0..5).map(|_| task(&w, 5.0, 1.0)).collect();
+        let at = place(&tasks, &w);
+        assert_eq!(at.iter().filter(|&&x| x == 1).count(), 4, "{at:?}");
+        assert_eq!(at.iter().filter(|&&x| x == 0).count(), 1, "{at:?}");
+    }
+
+    #[test]
+    fn high_speedup_tasks_are_placed_first_and_get_the_gpu() {
+        let w = [cpu(0.0), gpu(1, 0.0)];
+        // A GEMM-like task (speedup 20) and a POTRF-like one (speedup 2),
+        // the latter submitted first: HEFT places the GEMM first on the
+        // GPU; the POTRF then finishes earlier on the CPU (2 < 1 + 1).
+        let tasks = vec![task(&w, 2.0, 1.0), task(&w, 20.0, 1.0)];
+        assert_eq!(place(&tasks, &w), vec![0, 1]);
+    }
+
+    #[test]
+    fn transfers_and_existing_loads_count() {
+        let w = [gpu(1, 0.0), gpu(2, 0.0)];
+        let mut t = task(&w, 10.0, 1.0);
+        // Data lives on node 2: going to node 1 costs 3 s of transfer.
+        t.transfer_s = vec![3.0, 0.0];
+        assert_eq!(place(&[t.clone()], &w), vec![1]);
+        // Unless node 2's worker is busy for longer than the transfer.
+        let w = [gpu(1, 0.0), gpu(2, 5.0)];
+        assert_eq!(place(&[t], &w), vec![0]);
+    }
+
+    #[test]
+    fn incapable_workers_are_never_chosen() {
+        let w = [cpu(0.0), gpu(1, 100.0)];
+        let mut t = task(&w, 1.0, 1.0);
+        t.cost_s[0] = None;
+        assert_eq!(place(&[t], &w), vec![1]);
+        let mut none = task(&w, 1.0, 1.0);
+        none.cost_s = vec![None, None];
+        assert_eq!(place(&[none], &w), vec![usize::MAX]);
+    }
+}

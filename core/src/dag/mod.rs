@@ -1,0 +1,249 @@
+//! Task-graph policies: the third paper's online HEFT and DADA(α)(+CP)
+//! (`../shared/papers/xkaapi-dada-heft.md`, §3), as plain batch placement
+//! over predicted costs, plus the per-worker queues with expected
+//! start/length/end bookkeeping ([`lines`]) that the StarPU adapter
+//! (`starpu-plb`'s `dag_mode`) drives. No StarPU, no clock, no threads: the
+//! adapter gathers each ready task's predicted costs, transfer times and
+//! data affinity, calls [`place`] without any lock, and queues the tasks
+//! where it says.
+//!
+//! * [`heft`]: ready tasks sorted by decreasing accelerator speedup, each
+//!   on the worker with the earliest predicted finish (transfers included).
+//! * [`dada`]: binary search on a makespan guess λ; an affinity phase loads
+//!   each worker with the tasks whose written data it holds up to αλ; a
+//!   dual approximation (ρ = 2) places the rest; with communication
+//!   prediction (`dada-cp`) each cost includes the task's transfer time.
+//!
+//! `docs/balancers.md`, "Task graphs", states what is decided where and
+//! what one activation costs.
+
+pub mod dada;
+pub mod heft;
+pub mod lines;
+
+use crate::balance::WorkerKind;
+
+/// A worker as a batch placement sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DagWorker {
+    /// Its kind (CPU workers against accelerators: the paper's two classes).
+    pub kind: WorkerKind,
+    /// Its memory node (StarPU's numbering).
+    pub node: usize,
+    /// Seconds from now until the work already queued on it and running is
+    /// predicted done (the paper's "processor load time-stamp").
+    pub load_s: f64,
+}
+
+impl DagWorker {
+    /// Whether it counts as an accelerator (everything but a CPU core).
+    pub fn is_accelerator(&self) -> bool {
+        self.kind != WorkerKind::Cpu
+    }
+}
+
+/// Where the data a task writes lives: the memory node holding valid copies
+/// of most of those bytes, and how many bytes that is (the paper's affinity
+/// score).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Affinity {
+    /// The memory node.
+    pub node: usize,
+    /// Bytes of written data valid there.
+    pub bytes: f64,
+}
+
+/// A ready task of a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DagTask {
+    /// Predicted compute seconds on each worker (indexed like the workers);
+    /// `None` where the worker cannot run the task or has no prediction.
+    /// At least one entry is `Some` (the caller places the others itself).
+    pub cost_s: Vec<Option<f64>>,
+    /// Predicted seconds to bring the task's data to each worker's memory
+    /// node (0 where it is already there).
+    pub transfer_s: Vec<f64>,
+    /// Its data affinity, if it writes registered data.
+    pub affinity: Option<Affinity>,
+    /// StarPU priority (higher first among equal speedups).
+    pub priority: i32,
+}
+
+impl DagTask {
+    /// The cheapest known cost over the workers `keep` selects, if any.
+    fn best_cost(&self, workers: &[DagWorker], keep: impl Fn(&DagWorker) -> bool) -> Option<f64> {
+        self.cost_s
+            .iter()
+            .zip(workers)
+            .filter(|(_, w)| keep(w))
+            .filter_map(|(c, _)| c.filter(|c| c.is_finite()))
+            .min_by(f64::total_cmp)
+    }
+
+    /// The paper's speedup S_i = p_i^CPU / p_i^GPU over the best worker of
+    /// each class: infinite when no CPU can run it, 0 when no accelerator
+    /// can.
+    pub fn speedup(&self, workers: &[DagWorker]) -> f64 {
+        let cpu = self.best_cost(workers, |w| !w.is_accelerator());
+        let acc = self.best_cost(workers, DagWorker::is_accelerator);
+        match (cpu, acc) {
+            (Some(c), Some(a)) if a > 0.0 => c / a,
+            (Some(_), Some(_)) => f64::INFINITY,
+            (None, Some(_)) => f64::INFINITY,
+            _ => 0.0,
+        }
+    }
+}
+
+/// How a batch is placed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Method {
+    /// The paper's online HEFT (Algorithm 1).
+    Heft,
+    /// DADA(α) (Algorithm 2), with communication prediction when `cp`.
+    Dada {
+        /// Affinity phase length, a fraction of the guess λ, in [0, 1].
+        alpha: f64,
+        /// Relative precision of the binary search on λ, in (0, 1).
+        eps: f64,
+        /// Add each task's transfer time to its cost (DADA(α)+CP).
+        cp: bool,
+    },
+}
+
+/// Places every task of a batch: returns, for each task, the index of its
+/// worker. Tasks with no known cost at all are given `usize::MAX` (callers
+/// place those themselves and should not pass them).
+pub fn place(method: Method, tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
+    match method {
+        Method::Heft => heft::place(tasks, workers),
+        Method::Dada { alpha, eps, cp } => dada::place(tasks, workers, alpha, eps, cp),
+    }
+}
+
+/// One DAG policy: its `STARPU_SCHED` name, summary and method (built from
+/// the `PLB_DADA_*` tuning).
+#[derive(Debug, Clone, Copy)]
+pub struct DagEntry {
+    /// The name (never starting with `heft`: StarPU 1.3 maps such names to
+    /// `dmda`).
+    pub name: &'static str,
+    /// One line for `plb policies` and `STARPU_SCHED=help`.
+    pub summary: &'static str,
+    /// The method, given DADA's α and ε.
+    pub method: fn(alpha: f64, eps: f64) -> Method,
+}
+
+/// Every task-graph policy.
+pub const DAG_POLICIES: &[DagEntry] = &[
+    DagEntry {
+        name: "plb-heft",
+        summary: "task graphs: online HEFT (ready tasks by decreasing GPU speedup, each on the earliest finish incl. transfers)",
+        method: |_, _| Method::Heft,
+    },
+    DagEntry {
+        name: "dada",
+        summary: "task graphs: DADA(alpha), affinity phase then dual approximation (PLB_DADA_ALPHA, PLB_DADA_EPS)",
+        method: |alpha, eps| Method::Dada {
+            alpha,
+            eps,
+            cp: false,
+        },
+    },
+    DagEntry {
+        name: "dada-cp",
+        summary: "task graphs: DADA(alpha)+CP, DADA with each task's predicted transfer added to its cost",
+        method: |alpha, eps| Method::Dada {
+            alpha,
+            eps,
+            cp: true,
+        },
+    },
+];
+
+/// The DAG policy named `name`.
+pub fn find(name: &str) -> Option<&'static DagEntry> {
+    DAG_POLICIES.iter().find(|e| e.name == name)
+}
+
+/// Orders task indices by decreasing speedup, then decreasing priority,
+/// then batch order (the order both HEFT and DADA's balance phase use).
+fn by_speedup(tasks: &[DagTask], workers: &[DagWorker], of: &mut [usize]) {
+    let s: Vec<f64> = tasks.iter().map(|t| t.speedup(workers)).collect();
+    of.sort_by(|&a, &b| {
+        s[b].total_cmp(&s[a])
+            .then(tasks[b].priority.cmp(&tasks[a].priority))
+            .then(a.cmp(&b))
+    });
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    use super::*;
+
+    pub fn cpu(load_s: f64) -> DagWorker {
+        DagWorker {
+            kind: WorkerKind::Cpu,
+            node: 0,
+            load_s,
+        }
+    }
+
+    pub fn gpu(node: usize, load_s: f64) -> DagWorker {
+        DagWorker {
+            kind: WorkerKind::Cuda,
+            node,
+            load_s,
+        }
+    }
+
+    /// A task costing `c` on CPUs and `g` on GPUs, no transfers.
+    pub fn task(workers: &[DagWorker], c: f64, g: f64) -> DagTask {
+        DagTask {
+            cost_s: workers
+                .iter()
+                .map(|w| Some(if w.is_accelerator() { g } else { c }))
+                .collect(),
+            transfer_s: vec![0.0; workers.len()],
+            affinity: None,
+            priority: 0,
+        }
+    }
+
+    /// Predicted makespan of an assignment (loads plus costs; transfers
+    /// overlap with the backlog as in HEFT's finish time).
+    pub fn makespan(tasks: &[DagTask], workers: &[DagWorker], at: &[usize]) -> f64 {
+        let mut load: Vec<f64> = workers.iter().map(|w| w.load_s).collect();
+        for (t, &w) in tasks.iter().zip(at) {
+            load[w] = load[w].max(t.transfer_s[w]) + t.cost_s[w].expect("capable");
+        }
+        load.into_iter().fold(0.0, f64::max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn speedup_is_cpu_over_accelerator() {
+        let w = [cpu(0.0), gpu(1, 0.0)];
+        assert_eq!(task(&w, 10.0, 2.0).speedup(&w), 5.0);
+        let mut only_gpu = task(&w, 10.0, 2.0);
+        only_gpu.cost_s[0] = None;
+        assert_eq!(only_gpu.speedup(&w), f64::INFINITY);
+        let mut only_cpu = task(&w, 10.0, 2.0);
+        only_cpu.cost_s[1] = None;
+        assert_eq!(only_cpu.speedup(&w), 0.0);
+    }
+
+    #[test]
+    fn names_never_start_with_heft() {
+        for e in DAG_POLICIES {
+            assert!(!e.name.starts_with("heft"), "{}", e.name);
+            assert!(find(e.name).is_some());
+            assert!(crate::balance::registry::find(e.name).is_none());
+        }
+    }
+}
