@@ -1,7 +1,8 @@
 //! The policies this library registers with StarPU: `greedy` (the central
-//! FIFO baseline of task mode) and every other balancer of `plb-core`'s
-//! registry ([`plb_core::balance::registry`]), with the registry's one-line
-//! summaries. No StarPU needed: shared by the policy library and the `plb`
+//! FIFO baseline of task mode), every other balancer of `plb-core`'s
+//! registry ([`plb_core::balance::registry`]) and the task-graph policies
+//! ([`plb_core::dag::DAG_POLICIES`]: `plb-heft`, `dada`, `dada-cp`), with
+//! their one-line summaries. No StarPU needed: shared by the policy library and the `plb`
 //! command-line tool. Names never start with `heft` (StarPU 1.3 maps any
 //! such name to `dmda`; the registry's tests forbid it).
 
@@ -9,6 +10,17 @@ use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
 use plb_core::balance::registry::{self, Entry};
+use plb_core::dag::{self, DagEntry};
+
+/// What a policy runs.
+#[derive(Debug, Clone, Copy)]
+pub enum PolicyKind {
+    /// A registry balancer: the central FIFO for `greedy`, task mode's
+    /// epochs and fallback queues for the others.
+    Balancer(&'static Entry),
+    /// A task-graph policy ([`crate::dag_mode`]).
+    Dag(&'static DagEntry),
+}
 
 /// One registered scheduling policy.
 #[derive(Debug, Clone, Copy)]
@@ -17,25 +29,39 @@ pub struct PolicyInfo {
     pub c_name: &'static CStr,
     /// One-line description shown by `STARPU_SCHED=help` and `plb policies`.
     pub c_description: &'static CStr,
-    /// The registry entry behind it.
-    pub entry: &'static Entry,
+    /// What it runs.
+    pub kind: PolicyKind,
 }
 
 impl PolicyInfo {
     /// The policy name as a Rust string.
     pub fn name(&self) -> &'static str {
-        self.entry.name
+        match self.kind {
+            PolicyKind::Balancer(e) => e.name,
+            PolicyKind::Dag(e) => e.name,
+        }
     }
 
     /// The description as a Rust string.
     pub fn description(&self) -> &'static str {
-        self.entry.summary
+        match self.kind {
+            PolicyKind::Balancer(e) => e.summary,
+            PolicyKind::Dag(e) => e.summary,
+        }
     }
 
     /// Whether task mode runs the central FIFO ([`crate::central_queue`]) rather
     /// than the task-mode scheduler with this balancer's epochs.
     pub fn is_central_fifo(&self) -> bool {
-        self.entry.name == "greedy"
+        self.name() == "greedy"
+    }
+
+    /// The task-graph policy behind it, if it is one.
+    pub fn dag(&self) -> Option<&'static DagEntry> {
+        match self.kind {
+            PolicyKind::Dag(e) => Some(e),
+            PolicyKind::Balancer(_) => None,
+        }
     }
 }
 
@@ -45,16 +71,25 @@ fn leak_c(s: &str) -> &'static CStr {
     Box::leak(c.into_boxed_c_str())
 }
 
-/// Every policy the library registers, in the registry's order.
+/// Every policy the library registers: the registry's balancers in its
+/// order, then the task-graph policies.
 pub fn policies() -> &'static [PolicyInfo] {
     static POLICIES: OnceLock<Vec<PolicyInfo>> = OnceLock::new();
     POLICIES.get_or_init(|| {
-        registry::REGISTRY
-            .iter()
-            .map(|entry| PolicyInfo {
-                c_name: leak_c(entry.name),
-                c_description: leak_c(entry.summary),
-                entry,
+        let balancers = registry::REGISTRY.iter().map(PolicyKind::Balancer);
+        let graphs = dag::DAG_POLICIES.iter().map(PolicyKind::Dag);
+        balancers
+            .chain(graphs)
+            .map(|kind| {
+                let (name, summary) = match kind {
+                    PolicyKind::Balancer(e) => (e.name, e.summary),
+                    PolicyKind::Dag(e) => (e.name, e.summary),
+                };
+                PolicyInfo {
+                    c_name: leak_c(name),
+                    c_description: leak_c(summary),
+                    kind,
+                }
             })
             .collect()
     })
@@ -80,7 +115,15 @@ mod tests {
 
     #[test]
     fn every_registry_entry_is_a_policy() {
-        assert_eq!(policies().len(), registry::REGISTRY.len());
+        assert_eq!(
+            policies().len(),
+            registry::REGISTRY.len() + dag::DAG_POLICIES.len()
+        );
+        for e in dag::DAG_POLICIES {
+            let p = find(e.name).expect("registered");
+            assert!(p.dag().is_some() && !p.is_central_fifo());
+            assert!(!e.name.starts_with("heft"));
+        }
         for e in registry::REGISTRY {
             let p = find(e.name).expect("registered");
             assert_eq!(p.c_name.to_str().unwrap(), e.name);

@@ -39,6 +39,21 @@ pub fn tuning_from_env() -> Result<Tuning, String> {
     Ok(tuning)
 }
 
+/// [`tuning_from_env`] for a policy being created: an invalid variable
+/// (refused earlier by `starpu_initialize` on 1.3; with 1.4's
+/// `STARPU_SCHED_LIB` this is the first place that sees it) is reported and
+/// the defaults are used.
+pub fn tuning_or_default(policy: &str) -> Tuning {
+    tuning_from_env().unwrap_or_else(|e| {
+        eprintln!("plb: error: {policy}: {e}; using the default balancer parameters");
+        let mut t = Tuning::default();
+        if !IPOPT_USABLE {
+            t.solver = Some(Primary::Fast);
+        }
+        t
+    })
+}
+
 /// Refuses a balancer spec this StarPU cannot run (`solver=ipopt` under
 /// SimGrid).
 pub fn check_spec(spec: &BalancerSpec) -> Result<(), String> {

@@ -10,6 +10,8 @@
 //! * [`central_queue`]: the `greedy` policy (central FIFO).
 //! * [`task_mode`]: every other registry name in task mode (the scheduler
 //!   itself is `plb_core::taskmode`).
+//! * [`dag_mode`]: the task-graph policies `plb-heft`, `dada`, `dada-cp`
+//!   (the placement itself is `plb_core::dag`).
 //! * [`divisible`]: the divisible-load API (blocks of `W` units for the
 //!   application to submit; C header `include/plb_divisible.h`), on
 //!   `plb-core`'s protocol driver.
@@ -18,6 +20,7 @@
 pub mod catalog;
 pub mod central_queue;
 pub mod config;
+pub mod dag_mode;
 pub mod diagnostics;
 pub mod divisible;
 pub mod emulation_spec;

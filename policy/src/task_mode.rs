@@ -33,7 +33,6 @@ use plb_core::taskmode::placement::{ModelBook, RefitJob};
 use plb_core::taskmode::{Pop, SchedTask, Scheduler, Taken, TaskModeCounters};
 
 use crate::catalog::PolicyInfo;
-use crate::config::Tuning;
 use crate::hold_time::HoldTimer;
 use crate::idle::IdleFlags;
 use crate::starpu::{
@@ -338,19 +337,7 @@ impl TaskModePolicy {
 impl SchedPolicy for TaskModePolicy {
     fn new(_ctx: SchedCtx, info: &'static PolicyInfo) -> Self {
         let n = WorkerId::max_workers();
-        let tuning = crate::config::tuning_from_env().unwrap_or_else(|e| {
-            // Refused earlier by starpu_initialize (1.3); with 1.4's
-            // STARPU_SCHED_LIB this is the first place that sees it.
-            eprintln!(
-                "plb: error: {}: {e}; using the default balancer parameters",
-                info.name()
-            );
-            let mut t = Tuning::default();
-            if !crate::config::IPOPT_USABLE {
-                t.solver = Some(plb_core::solve::Primary::Fast);
-            }
-            t
-        });
+        let tuning = crate::config::tuning_or_default(info.name());
         let spec = BalancerSpec::parse(info.name()).unwrap_or_else(|e| {
             // Every catalog entry is a registry name.
             log::error!("{}: {e}; epochs use plb-hac", info.name());

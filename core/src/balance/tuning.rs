@@ -15,7 +15,7 @@ use crate::solve::Primary;
 
 /// Kind of a processing unit (a StarPU worker's type), for per-kind
 /// minimum block sizes and for task mode (pipelined accelerators).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WorkerKind {
     /// A CPU core.
     Cpu,
@@ -94,7 +94,17 @@ pub struct Tuning {
     pub solver: Option<Primary>,
     /// `PLB_MIN_BLOCK`: minimum block per worker kind (PLB-HAC).
     pub min_block: MinBlock,
+    /// `PLB_DADA_ALPHA`: DADA's affinity phase length, a fraction of the
+    /// makespan guess.
+    pub dada_alpha: f64,
+    /// `PLB_DADA_EPS`: relative precision of DADA's binary search.
+    pub dada_eps: f64,
 }
+
+/// Default of `PLB_DADA_ALPHA` (see `docs/balancers.md`, "Task graphs").
+pub const DADA_ALPHA: f64 = 0.5;
+/// Default of `PLB_DADA_EPS`.
+pub const DADA_EPS: f64 = 0.01;
 
 impl Default for Tuning {
     fn default() -> Self {
@@ -110,6 +120,8 @@ impl Default for Tuning {
             rebalance_threshold: hec.threshold,
             solver: None,
             min_block: MinBlock::uniform(hac.min_block),
+            dada_alpha: DADA_ALPHA,
+            dada_eps: DADA_EPS,
         }
     }
 }
@@ -182,6 +194,18 @@ pub const VARIABLES: &[Variable] = &[
         accepted: "an integer >= 1, or `cpu=N,opencl=N,cuda=N` (any subset; unnamed kinds keep 1)",
         default: "1",
         meaning: "PLB-HAC: smallest block a worker of that kind is given",
+    },
+    Variable {
+        name: "PLB_DADA_ALPHA",
+        accepted: "a number in [0, 1]",
+        default: "0.5",
+        meaning: "dada, dada-cp: affinity phase length as a fraction of the makespan guess (0: plain dual approximation)",
+    },
+    Variable {
+        name: "PLB_DADA_EPS",
+        accepted: "a number in (0, 0.5]",
+        default: "0.01",
+        meaning: "dada, dada-cp: relative precision of the binary search on the makespan guess",
     },
 ];
 
@@ -320,6 +344,12 @@ impl Tuning {
         }
         if let Some(v) = var("PLB_REBALANCE_THRESHOLD") {
             t.rebalance_threshold = number("PLB_REBALANCE_THRESHOLD", &v, |x| x > 0.0)?;
+        }
+        if let Some(v) = var("PLB_DADA_ALPHA") {
+            t.dada_alpha = number("PLB_DADA_ALPHA", &v, |x| (0.0..=1.0).contains(&x))?;
+        }
+        if let Some(v) = var("PLB_DADA_EPS") {
+            t.dada_eps = number("PLB_DADA_EPS", &v, |x| x > 0.0 && x <= 0.5)?;
         }
         if let Some(v) = var("PLB_SOLVER") {
             t.solver = Some(match v.trim().to_ascii_lowercase().as_str() {

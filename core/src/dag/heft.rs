@@ -5,14 +5,17 @@
 //! goes to the worker with the earliest predicted finish. A task's start
 //! on a worker is the later of the worker's load time-stamp and the
 //! arrival of its data (transfers overlap with the backlog, as in StarPU's
-//! `dmda`). Cost: O(n log n + n·w) for n tasks and w workers.
+//! `dmda`); queues being priority-ordered, the load a task waits for is the
+//! running work plus the queued tasks of equal or higher priority (as
+//! `dmdas` counts it). Cost: O(n log n + n·w·p) for n tasks, w workers and
+//! p distinct priorities queued.
 
 use super::{DagTask, DagWorker, by_speedup};
 
 /// Places the batch (see the module documentation); `usize::MAX` for a
 /// task no worker has a cost for.
 pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
-    let mut load: Vec<f64> = workers.iter().map(|w| w.load_s.max(0.0)).collect();
+    let mut lines: Vec<Backlog> = workers.iter().map(Backlog::of).collect();
     let mut order: Vec<usize> = (0..tasks.len()).collect();
     by_speedup(tasks, workers, &mut order);
     let mut out = vec![usize::MAX; tasks.len()];
@@ -22,16 +25,58 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
             .filter_map(|w| {
                 let c = t.cost_s.get(w).copied().flatten()?;
                 let ready = t.transfer_s.get(w).copied().unwrap_or(0.0);
-                let end = load[w].max(ready) + c;
+                let end = lines[w].ahead_of(t.priority) + ready + c;
                 end.is_finite().then_some((w, end))
             })
             .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-        if let Some((w, end)) = best {
+        if let Some((w, _)) = best {
             out[i] = w;
-            load[w] = end;
+            let c = t.cost_s[w].unwrap_or(0.0);
+            lines[w].add(t.priority, c);
         }
     }
     out
+}
+
+/// A worker's predicted backlog: running work, and queued seconds by
+/// priority.
+struct Backlog {
+    running_s: f64,
+    queued: Vec<(i32, f64)>,
+}
+
+impl Backlog {
+    fn of(w: &DagWorker) -> Backlog {
+        let clean = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
+        let queued: Vec<(i32, f64)> = w
+            .queued_by_priority
+            .iter()
+            .map(|&(p, s)| (p, clean(s)))
+            .collect();
+        let total: f64 = queued.iter().map(|q| q.1).sum();
+        Backlog {
+            running_s: (clean(w.load_s) - total).max(0.0),
+            queued,
+        }
+    }
+
+    /// Seconds until a task of priority `p` would start (ignoring its data).
+    fn ahead_of(&self, p: i32) -> f64 {
+        self.running_s
+            + self
+                .queued
+                .iter()
+                .filter(|q| q.0 >= p)
+                .map(|q| q.1)
+                .sum::<f64>()
+    }
+
+    fn add(&mut self, p: i32, s: f64) {
+        match self.queued.iter_mut().find(|q| q.0 == p) {
+            Some(q) => q.1 += s,
+            None => self.queued.push((p, s)),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -69,6 +114,21 @@ mod tests {
         assert_eq!(place(&[t.clone()], &w), vec![1]);
         // Unless node 2's worker is busy for longer than the transfer.
         let w = [gpu(1, 0.0), gpu(2, 5.0)];
+        assert_eq!(place(&[t], &w), vec![0]);
+    }
+
+    #[test]
+    fn a_high_priority_task_waits_only_for_higher_or_equal_priorities() {
+        // GPU: 10 s queued at priority 0, nothing running; CPU idle but 4x
+        // slower. A priority-5 task (1 s on the GPU) jumps the GPU's queue.
+        let mut g = gpu(1, 10.0);
+        g.queued_by_priority = vec![(0, 10.0)];
+        let w = [cpu(0.0), g];
+        let mut t = task(&w, 4.0, 1.0);
+        t.priority = 5;
+        assert_eq!(place(&[t.clone()], &w), vec![1]);
+        // At the queue's priority it goes to the CPU.
+        t.priority = 0;
         assert_eq!(place(&[t], &w), vec![0]);
     }
 

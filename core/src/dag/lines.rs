@@ -128,6 +128,24 @@ impl<T> Lines<T> {
             .map_or(0.0, |l| l.start(now) - now + l.queued_s)
     }
 
+    /// The queued seconds of `worker`'s line by priority (highest first).
+    pub fn queued_by_priority(&self, worker: usize) -> Vec<(i32, f64)> {
+        let mut out: Vec<(i32, f64)> = Vec::new();
+        for q in self
+            .lines
+            .get(worker)
+            .map(|l| l.items.iter())
+            .into_iter()
+            .flatten()
+        {
+            match out.last_mut() {
+                Some(last) if last.0 == q.priority => last.1 += q.est_s,
+                _ => out.push((q.priority, q.est_s)),
+            }
+        }
+        out
+    }
+
     /// Queues `p` on `worker`, where it is predicted to take `est_s`
     /// seconds, after the tasks of higher or equal priority.
     pub fn push(&mut self, worker: usize, mut p: Placed<T>, est_s: f64) {
@@ -260,6 +278,10 @@ mod tests {
         Placed::new(id, prio, costs.to_vec(), vec![0.0; costs.len()])
     }
 
+    fn order_after(l: &mut Lines<u32>) -> Vec<u32> {
+        std::iter::from_fn(|| l.pop(0, |_| false).map(|p| p.task)).collect()
+    }
+
     #[test]
     fn priorities_order_each_line_fifo_within_a_priority() {
         let mut l = Lines::new(1);
@@ -268,8 +290,8 @@ mod tests {
         l.push(0, placed(2, 5, &c), 1.0);
         l.push(0, placed(3, 0, &c), 1.0);
         l.push(0, placed(4, 5, &c), 1.0);
-        let order: Vec<u32> = std::iter::from_fn(|| l.pop(0, |_| false).map(|p| p.task)).collect();
-        assert_eq!(order, vec![2, 4, 1, 3]);
+        assert_eq!(l.queued_by_priority(0), vec![(5, 2.0), (0, 2.0)]);
+        assert_eq!(order_after(&mut l), vec![2, 4, 1, 3]);
         assert_eq!(l.held(), 0);
     }
 

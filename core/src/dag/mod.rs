@@ -24,7 +24,7 @@ pub mod lines;
 use crate::balance::WorkerKind;
 
 /// A worker as a batch placement sees it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DagWorker {
     /// Its kind (CPU workers against accelerators: the paper's two classes).
     pub kind: WorkerKind,
@@ -33,9 +33,23 @@ pub struct DagWorker {
     /// Seconds from now until the work already queued on it and running is
     /// predicted done (the paper's "processor load time-stamp").
     pub load_s: f64,
+    /// The queued part of `load_s` by task priority, as (priority,
+    /// seconds): a task of priority p waits only for the running work and
+    /// the queued tasks of priority >= p (queues are priority-ordered).
+    pub queued_by_priority: Vec<(i32, f64)>,
 }
 
 impl DagWorker {
+    /// A worker with `load_s` seconds of work, all at one priority.
+    pub fn new(kind: WorkerKind, node: usize, load_s: f64) -> DagWorker {
+        DagWorker {
+            kind,
+            node,
+            load_s,
+            queued_by_priority: Vec::new(),
+        }
+    }
+
     /// Whether it counts as an accelerator (everything but a CPU core).
     pub fn is_accelerator(&self) -> bool {
         self.kind != WorkerKind::Cpu
@@ -182,19 +196,11 @@ pub(crate) mod testutil {
     use super::*;
 
     pub fn cpu(load_s: f64) -> DagWorker {
-        DagWorker {
-            kind: WorkerKind::Cpu,
-            node: 0,
-            load_s,
-        }
+        DagWorker::new(WorkerKind::Cpu, 0, load_s)
     }
 
     pub fn gpu(node: usize, load_s: f64) -> DagWorker {
-        DagWorker {
-            kind: WorkerKind::Cuda,
-            node,
-            load_s,
-        }
+        DagWorker::new(WorkerKind::Cuda, node, load_s)
     }
 
     /// A task costing `c` on CPUs and `g` on GPUs, no transfers.

@@ -211,6 +211,12 @@ impl ModelBook {
             .and_then(|m| m.predict(units))
     }
 
+    /// A prediction from as little as one sample (the best observed
+    /// throughput until a fit is installed); `None` with no sample.
+    pub fn prediction(&self, worker: usize, codelet: usize, units: f64) -> Option<f64> {
+        self.models.get(&(worker, codelet))?.predict(units)
+    }
+
     /// Fits performed so far over every model.
     pub fn refits(&self) -> u64 {
         self.models.values().map(CodeletModel::refits).sum()

@@ -22,6 +22,12 @@ impl WorkerId {
         unsafe { sys::plb_nmaxworkers() as usize }
     }
 
+    /// The worker's memory node.
+    pub fn memory_node(self) -> usize {
+        // SAFETY: plain query; StarPU answers for any worker id it knows.
+        unsafe { sys::starpu_worker_get_memory_node(self.0) as usize }
+    }
+
     /// Index form, for per-worker tables.
     pub fn index(self) -> usize {
         self.0 as usize

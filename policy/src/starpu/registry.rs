@@ -8,6 +8,7 @@ use super::SchedPolicy;
 use super::callbacks::*;
 use crate::catalog::{PolicyInfo, policies};
 use crate::central_queue::CentralQueuePolicy;
+use crate::dag_mode::DagPolicy;
 use crate::task_mode::TaskModePolicy;
 
 /// Builds StarPU's description of policy `P`.
@@ -29,11 +30,14 @@ fn policy_struct<P: SchedPolicy>(info: &'static PolicyInfo) -> sys::starpu_sched
 }
 
 /// The C struct for a catalog entry: the central FIFO for `greedy`, the
-/// task-mode scheduler (epochs balanced by the entry's balancer) for every
-/// other registry balancer.
+/// task-graph scheduler for `plb-heft`, `dada` and `dada-cp`, the task-mode
+/// scheduler (epochs balanced by the entry's balancer) for every other
+/// registry balancer.
 fn build(info: &'static PolicyInfo) -> Option<sys::starpu_sched_policy> {
     Some(if info.is_central_fifo() {
         policy_struct::<CentralQueuePolicy>(info)
+    } else if info.dag().is_some() {
+        policy_struct::<DagPolicy>(info)
     } else {
         policy_struct::<TaskModePolicy>(info)
     })

@@ -106,6 +106,84 @@ impl Task {
         (us.is_finite() && us >= 0.0).then_some(us / 1e6)
     }
 
+    /// Bytes of the data the task writes (`W` or `RW` handles) that have a
+    /// valid copy on each of `nodes` (the data affinity of DADA).
+    pub fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64> {
+        let mut out = vec![0.0; nodes.len()];
+        self.for_each_handle(|h, mode| {
+            if mode & sys::STARPU_W == 0 {
+                return;
+            }
+            // SAFETY: a registered handle of a live task; both calls only
+            // read StarPU's data state (a hint, no lock, no callback).
+            let size = unsafe { sys::starpu_data_get_size(h) } as f64;
+            for (o, &node) in out.iter_mut().zip(nodes) {
+                // SAFETY: as above; `node` is a worker's memory node.
+                if unsafe { sys::starpu_data_is_on_node(h, node as u32) } != 0 {
+                    *o += size;
+                }
+            }
+        });
+        out
+    }
+
+    /// Whether every handle the task reads has a valid copy on `node`
+    /// (ready-data-first popping).
+    pub fn input_on_node(&self, node: usize) -> bool {
+        let mut ready = true;
+        self.for_each_handle(|h, mode| {
+            // SAFETY: a registered handle of a live task; a plain read of
+            // StarPU's data state.
+            if mode & sys::STARPU_R != 0
+                && unsafe { sys::starpu_data_is_on_node(h, node as u32) } == 0
+            {
+                ready = false;
+            }
+        });
+        ready
+    }
+
+    /// Calls `f` with each non-null data handle of the task and its mode.
+    fn for_each_handle(&self, mut f: impl FnMut(sys::starpu_data_handle_t, u32)) {
+        let task = self.raw.as_ptr();
+        // SAFETY: live task; the wrapper returns 0 without a codelet.
+        let n = unsafe { sys::plb_task_get_nbuffers(task) };
+        for i in 0..n {
+            // SAFETY: `i` < the task's number of buffers.
+            let (h, mode) = unsafe {
+                (
+                    sys::plb_task_get_handle(task, i),
+                    sys::plb_task_get_mode(task, i),
+                )
+            };
+            if !h.is_null() {
+                f(h, mode as u32);
+            }
+        }
+    }
+
+    /// Asks StarPU to start moving the task's input to `worker`'s memory
+    /// node now (`starpu_prefetch_task_input_for`), as `dmda` does at
+    /// placement. Call it only while the policy still holds the task.
+    pub fn prefetch_for(&self, worker: WorkerId) {
+        // SAFETY: live task held by the policy; StarPU only queues data
+        // requests and never calls back into the policy.
+        unsafe { sys::starpu_prefetch_task_input_for(self.raw.as_ptr(), worker.0) };
+    }
+
+    /// Seconds StarPU predicts for moving the task's data to memory node
+    /// `node` (see [`Task::expected_transfer_s`]).
+    pub fn expected_transfer_to_node_s(&self, node: usize) -> Option<f64> {
+        // SAFETY: live task; the wrapper returns 0 without a codelet.
+        if unsafe { sys::plb_task_get_nbuffers(self.raw.as_ptr()) } == 0 {
+            return Some(0.0);
+        }
+        // SAFETY: as in `expected_transfer_s`.
+        let us =
+            unsafe { sys::starpu_task_expected_data_transfer_time(node as u32, self.raw.as_ptr()) };
+        (us.is_finite() && us >= 0.0).then_some(us / 1e6)
+    }
+
     /// Selects the implementation the worker will run.
     pub fn set_implementation(&mut self, nimpl: u32) {
         // SAFETY: the token owns a live task not yet handed to a worker.
