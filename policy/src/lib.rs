@@ -27,6 +27,7 @@ pub mod emulation_spec;
 pub mod fifo;
 pub mod hold_time;
 pub mod idle;
+pub mod model_file;
 pub mod starpu;
 pub mod stats;
 pub mod task_mode;

@@ -10,8 +10,11 @@
 //!
 //! For each machine and case, eager runs first (the reference every other
 //! run's executed-task count must equal), then heteroprio once to
-//! auto-calibrate (not measured), then the repetitions, interleaved over
-//! the policies. Every run is checked ([`run::verdict`]); a failed check
+//! auto-calibrate and each of our policies that keeps its models across
+//! runs (`plb-heft`, `dada`, `dada-cp`: `PLB_MODEL_DIR`) once to learn
+//! (neither measured), then the repetitions, interleaved over the
+//! policies. A policy may carry settings, `NAME+VAR=VALUE[+...]` (e.g.
+//! `dada+PLB_DADA_ALPHA=0`), with `PLB_*` or `STARPU_*` variables. Every run is checked ([`run::verdict`]); a failed check
 //! makes the exit status 1 once everything is written. Tables go to stdout,
 //! progress to stderr, CSV, Markdown and PNG plots to `--out`. Every number
 //! is labelled SIMULATED (StarPU-SimGrid, machine X).
@@ -60,8 +63,9 @@ pub struct Command {
         default_value = "cholesky:9600,cholesky:19200,lu:19200,gemm:3840"
     )]
     cases: Vec<String>,
-    /// Policies [default: ours, then eager, lws, dmda, dmdas, heteroprio,
-    /// modular-heft]
+    /// Policies, each NAME or NAME+VAR=VALUE[+VAR=VALUE] (PLB_* or STARPU_*
+    /// settings, e.g. dada+PLB_DADA_ALPHA=0) [default: ours, then eager,
+    /// lws, dmda, dmdas, heteroprio, modular-heft]
     #[arg(long, value_delimiter = ',')]
     policies: Option<Vec<String>>,
     /// Repetitions of every (machine, case, policy)
@@ -96,6 +100,53 @@ pub struct Command {
     /// Real seconds after which one simulation is killed
     #[arg(long, default_value_t = 300, value_parser = positive::<u64>())]
     timeout: u64,
+}
+
+/// A policy to compare, with settings: `NAME[+VAR=VALUE...]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// As given (the label in tables).
+    pub label: String,
+    /// The `STARPU_SCHED` name.
+    pub name: String,
+    /// Its settings.
+    pub env: Vec<(String, String)>,
+}
+
+impl Variant {
+    /// Parses `NAME[+VAR=VALUE...]`; variables must be `PLB_*` or
+    /// `STARPU_*`.
+    pub fn parse(text: &str) -> Result<Variant, String> {
+        let mut parts = text.trim().split('+');
+        let name = parts.next().unwrap_or("").trim().to_string();
+        if name.is_empty() {
+            return Err(format!("policy {text:?}: no name"));
+        }
+        let env = parts
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').ok_or_else(|| {
+                    format!("policy {text:?}: {kv:?} is not VAR=VALUE")
+                })?;
+                if !(k.starts_with("PLB_") || k.starts_with("STARPU_")) {
+                    return Err(format!(
+                        "policy {text:?}: only PLB_* and STARPU_* settings are accepted, not {k:?}"
+                    ));
+                }
+                Ok((k.to_string(), v.to_string()))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Variant {
+            label: text.trim().to_string(),
+            name,
+            env,
+        })
+    }
+
+    /// Whether it is one of ours that keeps its models across runs (and is
+    /// given a learning run).
+    pub fn learns(&self) -> bool {
+        catalog::find(&self.name).is_some_and(|p| p.dag().is_some())
+    }
 }
 
 /// One run's place in the study and what came of it.
@@ -146,6 +197,11 @@ impl Command {
         if policies.is_empty() {
             return Err(Failure::setup("--policies names no policy"));
         }
+        let variants: Vec<Variant> = policies
+            .iter()
+            .map(|p| Variant::parse(p))
+            .collect::<Result<_, _>>()
+            .map_err(Failure::setup)?;
         if self.xcheck {
             let machine = Machine::parse(xcheck::MACHINE).map_err(Failure::setup)?;
             let setup = self.setup(&[machine])?;
@@ -170,7 +226,9 @@ impl Command {
             return Ok(ExitCode::SUCCESS);
         }
         let setup = self.setup(&machines)?;
-        let total = machines.len() * cases.len() * (1 + policies.len() * self.repetitions);
+        let learners = variants.iter().filter(|v| v.learns()).count();
+        let total =
+            machines.len() * cases.len() * (1 + learners + policies.len() * self.repetitions);
         let mut done = 0;
         let mut rows: Vec<Row> = Vec::new();
         let mut bounds: Vec<Bound> = Vec::new();
@@ -237,21 +295,61 @@ impl Command {
                         eprintln!("simgrid: {label}: heteroprio's calibration run failed: {e}");
                     }
                 }
+                // Our policies that keep their models: one learning run
+                // each, in a directory their measured runs then read.
+                let learned = |v: &Variant| {
+                    let dir = setup.scratch.join(format!(
+                        "{}-{}-{}-models",
+                        machine.label(),
+                        case.label(),
+                        v.label
+                    ));
+                    let mut env = v.env.clone();
+                    env.push(("PLB_MODEL_DIR".to_string(), dir.display().to_string()));
+                    env
+                };
+                for v in variants.iter().filter(|v| v.learns()) {
+                    let tag = format!("{}-{}-{}-learning", machine.label(), case.label(), v.label);
+                    let env = learned(v);
+                    let warm = run::run(
+                        &setup,
+                        machine,
+                        &Request {
+                            case,
+                            policy: &v.name,
+                            ours: true,
+                            bound: false,
+                            env: &env,
+                            tag: &tag,
+                        },
+                    );
+                    done += 1;
+                    let verdict = run::verdict(case, &warm, true, reference);
+                    progress(done, total, &label, &format!("{} (learning)", v.label), &warm, &verdict);
+                    if verdict.is_err() {
+                        eprintln!("{}", indent(&warm.stderr_tail));
+                    }
+                }
                 for rep in 0..self.repetitions {
-                    for policy in &policies {
-                        let ours = catalog::find(policy).is_some();
+                    for v in &variants {
+                        let policy = &v.label;
+                        let ours = catalog::find(&v.name).is_some();
                         let tag = format!("{}-{}-{policy}-{rep}", machine.label(), case.label());
-                        let env = if policy == "heteroprio" {
-                            hp_env.clone()
+                        let env = if v.name == "heteroprio" {
+                            let mut e = hp_env.clone();
+                            e.extend(v.env.iter().cloned());
+                            e
+                        } else if v.learns() {
+                            learned(v)
                         } else {
-                            Vec::new()
+                            v.env.clone()
                         };
                         let outcome = run::run(
                             &setup,
                             machine,
                             &Request {
                                 case,
-                                policy,
+                                policy: &v.name,
                                 ours,
                                 bound: false,
                                 env: &env,

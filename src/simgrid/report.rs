@@ -150,7 +150,10 @@ pub fn write(
          factorisations; for the GEMM, its 10 iterations, from the GFlop/s it prints), median over the repetitions [min–max] (SimGrid runs are deterministic: equal repetitions show one value). \
          GiB moved: STARPU_BUS_STATS's total. bound/ms: StarPU's LP area bound (`-bound`, no \
          dependencies) over the median makespan, 1 being unreachable in general. GPU tasks: \
-         share of the tasks run by CUDA workers.\n",
+         share of the tasks run by CUDA workers. Models: StarPU's model-based policies (dmda, dmdas, \
+         modular-heft...) use the sampled, i.e. calibrated, models; heteroprio had one unmeasured \
+         auto-calibration run; our plb-heft, dada and dada-cp had one unmeasured learning run whose \
+         models (PLB_MODEL_DIR) their measured runs load; our other policies learn within each run.\n",
     );
     let mut plot_data: BTreeMap<String, Vec<(String, Vec<Bar>)>> = BTreeMap::new();
     for key in &order {

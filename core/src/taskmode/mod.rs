@@ -36,6 +36,7 @@
 //! ([`placement::ModelBook::record`]).
 
 pub mod epoch;
+pub mod persist;
 pub mod placement;
 
 use std::collections::VecDeque;

@@ -217,6 +217,53 @@ impl ModelBook {
         self.models.get(&(worker, codelet))?.predict(units)
     }
 
+    /// The samples of (`worker`, `codelet`) as (units, seconds), oldest
+    /// first (to persist them).
+    pub fn samples_of(&self, worker: usize, codelet: usize) -> Vec<(f64, f64)> {
+        self.models
+            .get(&(worker, codelet))
+            .map(|m| {
+                m.store
+                    .iter()
+                    .map(|(_, s)| (s.units, s.compute_s))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The (worker, codelet) pairs with samples.
+    pub fn keys(&self) -> Vec<(usize, usize)> {
+        self.models
+            .iter()
+            .filter(|(_, m)| m.samples > 0)
+            .map(|(&k, _)| k)
+            .collect()
+    }
+
+    /// Seeds the model of (`worker`, `codelet`) with saved samples and fits
+    /// them once (the same outlier screening as live samples). A model that
+    /// already has samples is left alone; invalid samples are ignored.
+    pub fn seed(&mut self, worker: usize, codelet: usize, samples: &[(f64, f64)]) {
+        let key = (worker, codelet);
+        let m = self.models.entry(key).or_default();
+        if m.samples > 0 {
+            return;
+        }
+        for &(units, secs) in samples {
+            let _ = m.record(key, units, secs);
+        }
+        if m.samples == 0 {
+            return;
+        }
+        let job = RefitJob {
+            key,
+            store: m.store.clone(),
+            samples: m.samples,
+        };
+        let fitted = job.run(&self.fit);
+        self.install(fitted);
+    }
+
     /// Fits performed so far over every model.
     pub fn refits(&self) -> u64 {
         self.models.values().map(CodeletModel::refits).sum()
@@ -395,6 +442,28 @@ mod tests {
         assert!(m.refits() <= 7 + 200 / 8, "{}", m.refits());
         let p = m.predict(4.0).unwrap();
         assert!((p - 0.041).abs() < 0.005, "{p}");
+    }
+
+    #[test]
+    fn seeded_models_predict_at_once_and_screen_spikes() {
+        let mut book = ModelBook::default();
+        // Saved samples of a 2 ms kernel with two 20x spikes.
+        let mut saved: Vec<(f64, f64)> = (0..20).map(|_| (1e9, 0.002)).collect();
+        saved[5].1 = 0.04;
+        saved[13].1 = 0.04;
+        book.seed(0, 7, &saved);
+        let p = book
+            .trained_prediction(0, 7, 1e9)
+            .expect("trained from the file");
+        assert!(
+            (p - 0.002).abs() < 0.0005,
+            "prediction {p} follows the spikes"
+        );
+        assert_eq!(book.samples_of(0, 7).len(), 20);
+        assert_eq!(book.keys(), vec![(0, 7)]);
+        // A model with live samples is not overwritten.
+        book.seed(0, 7, &[(1e9, 5.0)]);
+        assert_eq!(book.samples_of(0, 7).len(), 20);
     }
 
     #[test]

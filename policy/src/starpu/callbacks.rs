@@ -75,6 +75,20 @@ pub(crate) unsafe extern "C" fn init_sched<P: SchedPolicy>(ctx: c_uint) {
             observe: trace.is_some() || summary_requested(),
             trace,
         });
+        if info.dag().is_some() {
+            // Priority-ordered queues: let the application use any integer
+            // (as dmdas does); otherwise StarPU's default range is [0, 1]
+            // and applications such as Cholesky collapse theirs to it.
+            // SAFETY: plain setters on the context being initialised.
+            unsafe {
+                if sys::starpu_sched_ctx_min_priority_is_set(ctx) == 0 {
+                    sys::starpu_sched_ctx_set_min_priority(ctx, i32::MIN);
+                }
+                if sys::starpu_sched_ctx_max_priority_is_set(ctx) == 0 {
+                    sys::starpu_sched_ctx_set_max_priority(ctx, i32::MAX);
+                }
+            }
+        }
         log::info!("policy {} initialised for context {ctx}", info.name());
         super::bound::start(ctx);
         // SAFETY: hands StarPU an owned pointer, reclaimed in deinit_sched.

@@ -34,6 +34,14 @@ impl WorkerId {
     }
 }
 
+/// The running StarPU's version (`1.4.10`).
+pub fn starpu_version() -> String {
+    let (mut major, mut minor, mut release) = (0, 0, 0);
+    // SAFETY: writes three ints through valid pointers; callable anytime.
+    unsafe { sys::starpu_get_version(&mut major, &mut minor, &mut release) };
+    format!("{major}.{minor}.{release}")
+}
+
 /// A StarPU scheduling context identifier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SchedCtx(pub(crate) u32);

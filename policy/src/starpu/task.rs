@@ -64,6 +64,11 @@ impl Task {
         self.as_ref().codelet_key()
     }
 
+    /// See [`TaskRef::codelet_name`].
+    pub fn codelet_name(&self) -> Option<String> {
+        self.as_ref().codelet_name()
+    }
+
     /// See [`TaskRef::work_units`].
     pub fn work_units(&self) -> f64 {
         self.as_ref().work_units()
@@ -286,6 +291,30 @@ impl TaskRef<'_> {
     /// one), the key of the per-codelet models.
     pub fn codelet_key(&self) -> usize {
         self.task().cl as usize
+    }
+
+    /// What names the task's codelet across runs: its performance model's
+    /// symbol, else the codelet's name; `None` when it has neither (or no
+    /// codelet).
+    pub fn codelet_name(&self) -> Option<String> {
+        let cl = self.task().cl;
+        if cl.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null codelet pointer of a live task is valid, and
+        // so is its model pointer when non-null.
+        let cl = unsafe { &*cl };
+        // SAFETY: as above.
+        let symbol = unsafe { cl.model.as_ref() }.map_or(std::ptr::null(), |m| m.symbol);
+        let name = if symbol.is_null() { cl.name } else { symbol };
+        if name.is_null() {
+            return None;
+        }
+        // SAFETY: StarPU names are NUL-terminated C strings.
+        let s = unsafe { std::ffi::CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        (!s.is_empty()).then_some(s)
     }
 
     /// The task's address, which identifies it while it is alive.
