@@ -178,6 +178,11 @@ impl Models {
     }
 }
 
+/// StarPU's view of a task: the implementation each member would run
+/// (`None`: cannot run it), the predicted transfer to each member, and its
+/// data affinity.
+type Facts = (Vec<Option<u32>>, Vec<f64>, Option<Affinity>);
+
 /// A placement decided off the lock.
 struct Decision {
     placed: Placed<Task>,
@@ -242,7 +247,7 @@ impl DagPolicy {
         distinct.sort_unstable();
         distinct.dedup();
         // StarPU's view of each task: capability, transfers, affinity.
-        let facts: Vec<(Vec<Option<u32>>, Vec<f64>, Option<Affinity>)> = tasks
+        let facts: Vec<Facts> = tasks
             .iter()
             .map(|t| {
                 let capable = members.iter().map(|m| t.first_impl_on(m.id)).collect();
@@ -391,7 +396,10 @@ impl DagPolicy {
                     info.priority,
                     members[m].id.0,
                     est,
-                    workers.iter().map(|w| (w.load_s * 1e3).round() / 1e3).collect::<Vec<_>>(),
+                    workers
+                        .iter()
+                        .map(|w| (w.load_s * 1e3).round() / 1e3)
+                        .collect::<Vec<_>>(),
                     info.cost_s,
                     info.transfer_s
                 );

@@ -124,9 +124,9 @@ impl Variant {
         }
         let env = parts
             .map(|kv| {
-                let (k, v) = kv.split_once('=').ok_or_else(|| {
-                    format!("policy {text:?}: {kv:?} is not VAR=VALUE")
-                })?;
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| format!("policy {text:?}: {kv:?} is not VAR=VALUE"))?;
                 if !(k.starts_with("PLB_") || k.starts_with("STARPU_")) {
                     return Err(format!(
                         "policy {text:?}: only PLB_* and STARPU_* settings are accepted, not {k:?}"
@@ -325,7 +325,14 @@ impl Command {
                     );
                     done += 1;
                     let verdict = run::verdict(case, &warm, true, reference);
-                    progress(done, total, &label, &format!("{} (learning)", v.label), &warm, &verdict);
+                    progress(
+                        done,
+                        total,
+                        &label,
+                        &format!("{} (learning)", v.label),
+                        &warm,
+                        &verdict,
+                    );
                     if verdict.is_err() {
                         eprintln!("{}", indent(&warm.stderr_tail));
                     }

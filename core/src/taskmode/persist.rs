@@ -146,8 +146,7 @@ pub fn parse(text: &str, expected: &Identity) -> Result<Saved, LoadError> {
         else {
             return bad(format!("line {n}: unreadable numbers"));
         };
-        if !(units.is_finite() && units > 0.0 && secs.is_finite() && secs > 0.0) || !clean(codelet)
-        {
+        if !(units.is_finite() && units > 0.0 && secs.is_finite() && secs > 0.0 && clean(codelet)) {
             return bad(format!("line {n}: invalid sample"));
         }
         count += 1;

@@ -37,7 +37,15 @@ fn build(info: &'static PolicyInfo) -> Option<sys::starpu_sched_policy> {
     Some(if info.is_central_fifo() {
         policy_struct::<CentralQueuePolicy>(info)
     } else if info.dag().is_some() {
-        policy_struct::<DagPolicy>(info)
+        #[allow(unused_mut)]
+        let mut s = policy_struct::<DagPolicy>(info);
+        // It prefetches at placement: StarPU 1.4's core must not prefetch
+        // too (it asserts on a second prefetch of a task).
+        #[cfg(not(starpu_1_3))]
+        {
+            s.prefetches = 1;
+        }
+        s
     } else {
         policy_struct::<TaskModePolicy>(info)
     })

@@ -137,11 +137,13 @@ impl Task {
     pub fn input_on_node(&self, node: usize) -> bool {
         let mut ready = true;
         self.for_each_handle(|h, mode| {
+            if mode & sys::STARPU_R == 0 {
+                return;
+            }
             // SAFETY: a registered handle of a live task; a plain read of
             // StarPU's data state.
-            if mode & sys::STARPU_R != 0
-                && unsafe { sys::starpu_data_is_on_node(h, node as u32) } == 0
-            {
+            let here = unsafe { sys::starpu_data_is_on_node(h, node as u32) };
+            if here == 0 {
                 ready = false;
             }
         });
@@ -149,7 +151,10 @@ impl Task {
     }
 
     /// Calls `f` with each non-null data handle of the task and its mode.
-    fn for_each_handle(&self, mut f: impl FnMut(sys::starpu_data_handle_t, u32)) {
+    fn for_each_handle(
+        &self,
+        mut f: impl FnMut(sys::starpu_data_handle_t, sys::starpu_data_access_mode),
+    ) {
         let task = self.raw.as_ptr();
         // SAFETY: live task; the wrapper returns 0 without a codelet.
         let n = unsafe { sys::plb_task_get_nbuffers(task) };
@@ -162,7 +167,7 @@ impl Task {
                 )
             };
             if !h.is_null() {
-                f(h, mode as u32);
+                f(h, mode);
             }
         }
     }
@@ -171,6 +176,12 @@ impl Task {
     /// node now (`starpu_prefetch_task_input_for`), as `dmda` does at
     /// placement. Call it only while the policy still holds the task.
     pub fn prefetch_for(&self, worker: WorkerId) {
+        // StarPU 1.4 asserts if a task's input is prefetched twice.
+        #[cfg(not(starpu_1_3))]
+        // SAFETY: live task held by the policy; a plain read.
+        if unsafe { self.raw.as_ref() }.prefetched != 0 {
+            return;
+        }
         // SAFETY: live task held by the policy; StarPU only queues data
         // requests and never calls back into the policy.
         unsafe { sys::starpu_prefetch_task_input_for(self.raw.as_ptr(), worker.0) };
