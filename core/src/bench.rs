@@ -407,16 +407,134 @@ pub fn report(cfg: &BenchConfig) -> String {
         ));
     }
     let rows = bench_solvers(cfg);
+    let mut dag = String::from(
+        "| ready tasks | plb-heft / activation | per task | dada / activation | per task | dada-cp / activation | per task | dada / plb-heft |\n\
+         | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for t in bench_dag(&[10, 100, 1000], cfg.budget_s, cfg.seed) {
+        let n = t.tasks as f64;
+        dag.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} |\n",
+            t.tasks,
+            fmt_time(t.heft_s),
+            fmt_time(t.heft_s / n),
+            fmt_time(t.dada_s),
+            fmt_time(t.dada_s / n),
+            fmt_time(t.dada_cp_s),
+            fmt_time(t.dada_cp_s / n),
+            t.dada_s / t.heft_s
+        ));
+    }
     format!(
-        "machine: {}\n\nmodel fit (one PU: execution curve with basis selection + transfer line), 64 samples at 64 sizes:\n\n{}\nsolvers: total {} units, {} random problems per row, seed {}, {} s of repeats per solver and row; median times per solve\n\n{}",
+        "machine: {}\n\nmodel fit (one PU: execution curve with basis selection + transfer line), 64 samples at 64 sizes:\n\n{}\nsolvers: total {} units, {} random problems per row, seed {}, {} s of repeats per solver and row; median times per solve\n\n{}\ntask-graph placement, one activation (the placement alone, off every lock) on idgraf's 12 CPUs + 8 GPUs, random Cholesky-like batches; median over {} s of repeats per cell; the last column is the ratio to plb-heft measured in the same run\n\n{}",
         machine_description(),
         fit,
         cfg.total,
         cfg.cases,
         cfg.seed,
         cfg.budget_s,
-        format_table(&rows)
+        format_table(&rows),
+        cfg.budget_s,
+        dag
     )
+}
+
+/// Median seconds of one activation of each task-graph method.
+#[derive(Debug, Clone, Copy)]
+pub struct DagTiming {
+    /// Ready tasks in the batch.
+    pub tasks: usize,
+    /// `plb-heft`.
+    pub heft_s: f64,
+    /// `dada` at the default α.
+    pub dada_s: f64,
+    /// `dada-cp` at the default α.
+    pub dada_cp_s: f64,
+}
+
+/// A random batch of `n` Cholesky-like ready tasks for 12 CPUs and 8 GPUs
+/// (speedups 1.5 to 30, transfers to the nodes not holding the data,
+/// affinity to a random node).
+pub fn dag_batch(
+    rng: &mut Rng,
+    n: usize,
+) -> (Vec<crate::dag::DagTask>, Vec<crate::dag::DagWorker>) {
+    use crate::balance::WorkerKind;
+    use crate::dag::{Affinity, DagTask, DagWorker};
+    let workers: Vec<DagWorker> = (0..20)
+        .map(|w| {
+            let (kind, node) = if w < 8 {
+                (WorkerKind::Cuda, 1 + w)
+            } else {
+                (WorkerKind::Cpu, 0)
+            };
+            DagWorker::new(kind, node, rng.range(0.0, 0.05))
+        })
+        .collect();
+    let tasks = (0..n)
+        .map(|_| {
+            let cpu = rng.range(0.02, 0.09);
+            let gpu = cpu / rng.range(1.5, 30.0);
+            let home = rng.below(9) as usize;
+            DagTask {
+                cost_s: workers
+                    .iter()
+                    .map(|w| Some(if w.is_accelerator() { gpu } else { cpu }))
+                    .collect(),
+                transfer_s: workers
+                    .iter()
+                    .map(|w| if w.node == home { 0.0 } else { 0.004 })
+                    .collect(),
+                affinity: Some(Affinity {
+                    node: home,
+                    bytes: 3.7e6,
+                }),
+                priority: rng.below(3) as i32,
+            }
+        })
+        .collect();
+    (tasks, workers)
+}
+
+/// Times one activation of each task-graph method for each batch size.
+pub fn bench_dag(sizes: &[usize], budget_s: f64, seed: u64) -> Vec<DagTiming> {
+    use crate::balance::tuning::{DADA_ALPHA, DADA_EPS};
+    use crate::dag::{Method, place};
+    let mut rng = Rng::new(seed);
+    sizes
+        .iter()
+        .map(|&n| {
+            let (tasks, workers) = dag_batch(&mut rng, n);
+            let time = |m: Method| {
+                let mut times = Vec::new();
+                let began = Instant::now();
+                while times.len() < 3 || began.elapsed().as_secs_f64() < budget_s / 3.0 {
+                    let t0 = Instant::now();
+                    std::hint::black_box(place(m, &tasks, &workers));
+                    times.push(t0.elapsed().as_secs_f64());
+                    if times.len() >= 10_000 {
+                        break;
+                    }
+                }
+                times.sort_by(f64::total_cmp);
+                times[times.len() / 2]
+            };
+            DagTiming {
+                tasks: n,
+                heft_s: time(Method::Heft),
+                dada_s: time(Method::Dada {
+                    alpha: DADA_ALPHA,
+                    eps: DADA_EPS,
+                    cp: false,
+                }),
+                dada_cp_s: time(Method::Dada {
+                    alpha: DADA_ALPHA,
+                    eps: DADA_EPS,
+                    cp: true,
+                }),
+            }
+        })
+        .collect()
 }
 
 /// Formats seconds with a unit that keeps three significant digits.

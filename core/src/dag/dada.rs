@@ -3,9 +3,13 @@
 //!
 //! 1. **Affinity.** Tasks with an affinity (the memory node holding most of
 //!    the bytes they write) are taken by decreasing bytes; each goes to the
-//!    least-loaded worker on its node able to run it within λ, if that
-//!    worker's load is still below αλ (so a worker may overreach αλ by one
-//!    task, as in the paper). α = 0 skips the phase.
+//!    least-loaded worker on its node able to run it within λ, if the work
+//!    this batch gave that worker so far is still below αλ (so a worker may
+//!    overreach αλ by one task, as in the paper). The paper's activation
+//!    starts from idle processors; an online batch meets workers with
+//!    backlogs, so αλ bounds what the batch adds, not the backlog (compared
+//!    with the backlog, affinity almost never applied: busy workers are
+//!    the ones holding data). α = 0 skips the phase.
 //! 2. **Dual approximation** (ρ = 2) of the rest, the paper's two classes
 //!    being CPU workers and accelerators (every non-CPU worker): a task
 //!    that fits within λ only on one class goes there; one that fits on
@@ -15,7 +19,9 @@
 //!    first, each on the worker of that class finishing it first.
 //!
 //! The guess is kept when every worker's load (its existing load
-//! time-stamp included) stays within (2 + α)λ; the search stops when the
+//! time-stamp included: the running work and the queued tasks at or above
+//! the priority of the batch's most urgent task, queues being
+//! priority-ordered) stays within (2 + α)λ; the search stops when the
 //! bracket is within a relative `eps`. With `cp` (DADA(α)+CP) each cost is
 //! the compute time plus the task's predicted transfer to that worker.
 //!
@@ -23,7 +29,7 @@
 //! makes at most log2(1/eps) + 2 tries after the first (about 8 at the
 //! default ε = 0.01, see `docs/balancers.md` for measured times).
 
-use super::{DagTask, DagWorker, by_speedup};
+use super::{Backlog, DagTask, DagWorker, by_speedup};
 
 /// Upper bound on the binary search's steps (reached only with a tiny
 /// `eps`).
@@ -124,16 +130,16 @@ impl<'a> Problem<'a> {
         });
         Problem {
             workers,
-            base: workers
-                .iter()
-                .map(|w| {
-                    if w.load_s.is_finite() {
-                        w.load_s.max(0.0)
-                    } else {
-                        0.0
-                    }
-                })
-                .collect(),
+            base: {
+                // Queues are priority-ordered: the batch waits for the
+                // running work and what is queued at or above its most
+                // urgent task's priority.
+                let urgent = tasks.iter().map(|t| t.priority).max().unwrap_or(0);
+                workers
+                    .iter()
+                    .map(|w| Backlog::of(w).ahead_of(urgent))
+                    .collect()
+            },
             cost,
             by_speedup: order,
             by_affinity,
@@ -197,7 +203,7 @@ impl<'a> Problem<'a> {
                     .filter_map(|w| self.cost[i][w].filter(|&c| c <= lambda).map(|c| (w, c)))
                     .min_by(|a, b| load[a.0].total_cmp(&load[b.0]).then(a.0.cmp(&b.0)));
                 if let Some((w, c)) = target
-                    && load[w] < alpha * lambda
+                    && load[w] - self.base[w] < alpha * lambda
                 {
                     at[i] = w;
                     load[w] += c;

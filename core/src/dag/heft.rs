@@ -10,7 +10,7 @@
 //! `dmdas` counts it). Cost: O(n log n + n·w·p) for n tasks, w workers and
 //! p distinct priorities queued.
 
-use super::{DagTask, DagWorker, by_speedup};
+use super::{Backlog, DagTask, DagWorker, by_speedup};
 
 /// Places the batch (see the module documentation); `usize::MAX` for a
 /// task no worker has a cost for.
@@ -36,47 +36,6 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
         }
     }
     out
-}
-
-/// A worker's predicted backlog: running work, and queued seconds by
-/// priority.
-struct Backlog {
-    running_s: f64,
-    queued: Vec<(i32, f64)>,
-}
-
-impl Backlog {
-    fn of(w: &DagWorker) -> Backlog {
-        let clean = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
-        let queued: Vec<(i32, f64)> = w
-            .queued_by_priority
-            .iter()
-            .map(|&(p, s)| (p, clean(s)))
-            .collect();
-        let total: f64 = queued.iter().map(|q| q.1).sum();
-        Backlog {
-            running_s: (clean(w.load_s) - total).max(0.0),
-            queued,
-        }
-    }
-
-    /// Seconds until a task of priority `p` would start (ignoring its data).
-    fn ahead_of(&self, p: i32) -> f64 {
-        self.running_s
-            + self
-                .queued
-                .iter()
-                .filter(|q| q.0 >= p)
-                .map(|q| q.1)
-                .sum::<f64>()
-    }
-
-    fn add(&mut self, p: i32, s: f64) {
-        match self.queued.iter_mut().find(|q| q.0 == p) {
-            Some(q) => q.1 += s,
-            None => self.queued.push((p, s)),
-        }
-    }
 }
 
 #[cfg(test)]

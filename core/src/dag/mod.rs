@@ -191,6 +191,47 @@ fn by_speedup(tasks: &[DagTask], workers: &[DagWorker], of: &mut [usize]) {
     });
 }
 
+/// A worker's predicted backlog: running work, and queued seconds by
+/// priority.
+pub(crate) struct Backlog {
+    running_s: f64,
+    queued: Vec<(i32, f64)>,
+}
+
+impl Backlog {
+    pub(crate) fn of(w: &DagWorker) -> Backlog {
+        let clean = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
+        let queued: Vec<(i32, f64)> = w
+            .queued_by_priority
+            .iter()
+            .map(|&(p, s)| (p, clean(s)))
+            .collect();
+        let total: f64 = queued.iter().map(|q| q.1).sum();
+        Backlog {
+            running_s: (clean(w.load_s) - total).max(0.0),
+            queued,
+        }
+    }
+
+    /// Seconds until a task of priority `p` would start (ignoring its data).
+    pub(crate) fn ahead_of(&self, p: i32) -> f64 {
+        self.running_s
+            + self
+                .queued
+                .iter()
+                .filter(|q| q.0 >= p)
+                .map(|q| q.1)
+                .sum::<f64>()
+    }
+
+    pub(crate) fn add(&mut self, p: i32, s: f64) {
+        match self.queued.iter_mut().find(|q| q.0 == p) {
+            Some(q) => q.1 += s,
+            None => self.queued.push((p, s)),
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testutil {
     use super::*;
