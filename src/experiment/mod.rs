@@ -15,10 +15,13 @@
 //! comparison of `greedy` and `eager` on StarPU's own example programs.
 //!
 //! `plb experiment balance` (`balance.rs`, its child runs in
-//! `balance_child.rs`) is the synthetic divisible-load benchmark.
+//! `balance_child.rs`) is the synthetic divisible-load benchmark;
+//! `plb experiment dag` (`dag.rs`) runs StarPU's Cholesky and LU in real
+//! runs under our task-graph policies and StarPU's, calibrated first.
 
 pub mod balance;
 mod balance_child;
+pub mod dag;
 mod simulated;
 
 use std::fmt::Write as _;
@@ -54,12 +57,22 @@ enum Balance {
     /// Divisible-load balancers vs the optimum on 2 CPU workers with
     /// EMULATED heterogeneity (real runs of a synthetic kernel)
     Balance(balance::Options),
+    /// StarPU's Cholesky and LU in real runs under our policies and
+    /// StarPU's, calibrated first (EMULATED heterogeneity, CPU + OpenCL)
+    Dag(dag::Options),
 }
 
 impl Command {
     pub fn run(self) -> Result<ExitCode, Failure> {
         match self.balance {
             Some(Balance::Balance(opts)) => balance::run(&opts)?,
+            Some(Balance::Dag(opts)) => {
+                let written = dag::run(&opts)?;
+                println!("\nwritten:");
+                for path in written {
+                    println!("  {}", path.display());
+                }
+            }
             None => {
                 let written = run(&self.options)?;
                 println!("\nwritten (CSV raw data, PNG plots):");
@@ -215,7 +228,7 @@ pub fn gnuplot(script: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn write(path: &Path, text: &str) -> Result<(), String> {
+pub(crate) fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 

@@ -297,7 +297,7 @@ pub fn write(
             "set terminal pngcairo size 1200,800\nset output '{png}'\n\
              set multiplot layout 2,1 title 'SIMULATED (StarPU-SimGrid, machine {machine})'\n\
              set style data histograms\nset style histogram clustered gap 1\n\
-             set boxwidth 0.9\nset key outside right top\nset yrange [0:*]\n\
+             set boxwidth 0.9\nset key outside right top noenhanced\nset yrange [0:*]\n\
              set grid ytics\nset key autotitle columnhead\n\
              set ylabel 'GFlop/s (higher is better)'\n{gflops}\
              set ylabel 'GiB moved (lower is better)'\n{gib}\

@@ -520,6 +520,10 @@ mod tests {
             ("PLB_MIN_BLOCK", "gpu=4"),
             ("PLB_MIN_BLOCK", "cpu=4,cpu=8"),
             ("PLB_MIN_BLOCK", "cpu"),
+            ("PLB_DADA_ALPHA", "1.5"),
+            ("PLB_DADA_ALPHA", "-0.1"),
+            ("PLB_DADA_EPS", "0"),
+            ("PLB_DADA_EPS", "0.9"),
         ];
         for (name, value) in cases {
             let e = with(&[(name, value)]).unwrap_err();
@@ -534,6 +538,15 @@ mod tests {
     fn empty_values_keep_defaults_and_auto_is_accepted() {
         let t = with(&[("PLB_SOLVER", " "), ("PLB_INITIAL_BLOCK", "auto")]).unwrap();
         assert_eq!(t, Tuning::default());
+    }
+
+    #[test]
+    fn dada_parameters() {
+        let t = with(&[("PLB_DADA_ALPHA", "0"), ("PLB_DADA_EPS", "0.05")]).unwrap();
+        assert_eq!((t.dada_alpha, t.dada_eps), (0.0, 0.05));
+        let t = with(&[("PLB_DADA_ALPHA", "1")]).unwrap();
+        assert_eq!((t.dada_alpha, t.dada_eps), (1.0, DADA_EPS));
+        assert_eq!(Tuning::default().dada_alpha, DADA_ALPHA);
     }
 
     #[test]

@@ -1,0 +1,427 @@
+//! `plb experiment dag`: StarPU's own task-graph applications (Debian's
+//! `cholesky_implicit` and `lu_implicit_example_float`) in real runs on this
+//! machine, under our policies and StarPU's, compared fairly:
+//!
+//! * every (configuration, application) gets a private `STARPU_HOME`;
+//!   StarPU's model-based policies are calibrated first (`--calibration`
+//!   runs of `dmda` with `STARPU_CALIBRATE=1`; `dmda`, `dmdas` and `dmdar`
+//!   share those per-codelet models), and our task-graph policies
+//!   (`plb-heft`, `dada`, `dada-cp`) have one learning run each (their
+//!   models persist under that `STARPU_HOME`); neither is measured;
+//! * StarPU's LP bound of the run (`PLB_BOUND=1`, from the calibrated
+//!   models) is asked once per case;
+//! * the measured repetitions are interleaved over the policies; medians
+//!   and the min–max spread are reported, with ratios to `eager` and to
+//!   StarPU's best policy of the same runs.
+//!
+//! Configurations: `emulated` (2 CPU workers, worker 0 four times slower by
+//! `PLB_EMULATE`; `STARPU_PERF_MODEL_HOMOGENEOUS_CPU=0` so that StarPU's
+//! models can tell the two workers apart, as ours do) and `opencl` (1 CPU
+//! + 1 PoCL OpenCL worker: Debian's Cholesky and LU have no OpenCL
+//! implementation, so every task runs on the CPU and this configuration
+//! measures scheduling overhead only; it is said so in the output).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, Stdio};
+use std::time::Instant;
+
+use clap::Args;
+
+use super::{examples_dir, gnuplot, write};
+use crate::cli::positive;
+use crate::launch::find_library;
+use starpu_plb::catalog;
+
+/// The emulation of the `emulated` configuration.
+pub const DAG_EMULATION: &str = "0:speed=0.25";
+
+/// Policies compared by default (ours, then StarPU's).
+const DEFAULT_POLICIES: &str = "greedy,plb-hac,plb-heft,dada,dada-cp,eager,lws,dmda,dmdas,dmdar";
+
+/// StarPU's policies whose history models the calibration runs fill.
+const MODEL_BASED: [&str; 4] = ["dmda", "dmdas", "dmdar", "modular-heft"];
+
+/// Options of `plb experiment dag`.
+#[derive(Args)]
+pub struct Options {
+    /// Repetitions [default: 5, 1 with --quick]
+    #[arg(long = "reps", value_name = "N", value_parser = positive::<usize>())]
+    pub repetitions: Option<usize>,
+    /// Policies, comma-separated (ours and StarPU's)
+    #[arg(long, value_delimiter = ',', default_value = DEFAULT_POLICIES,
+          value_parser = crate::cli::policy_name)]
+    pub policies: Vec<String>,
+    /// Applications: cholesky, lu
+    #[arg(long, value_delimiter = ',', default_value = "cholesky,lu")]
+    pub apps: Vec<String>,
+    /// Configurations: emulated, opencl [default: emulated,opencl; emulated
+    /// with --quick]
+    #[arg(long, value_delimiter = ',')]
+    pub configs: Option<Vec<String>>,
+    /// Matrix size [default: 3840, 1920 with --quick]
+    #[arg(long, value_name = "N", value_parser = positive::<u32>())]
+    pub n: Option<u32>,
+    /// Tiles per dimension [default: 16, 8 with --quick]
+    #[arg(long, value_name = "B", value_parser = positive::<u32>())]
+    pub nblocks: Option<u32>,
+    /// Calibration runs (STARPU_CALIBRATE=1) before the measured ones
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub calibration: usize,
+    /// Output directory (CSV, Markdown, PNG)
+    #[arg(long = "out", value_name = "DIR", default_value = "results/dag")]
+    pub out_dir: PathBuf,
+    /// Reduced sizes, one repetition, the emulated configuration only (CI)
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// One measured run.
+struct Run {
+    ms: f64,
+}
+
+/// A worker configuration.
+struct Config {
+    name: &'static str,
+    label: &'static str,
+    env: Vec<(&'static str, &'static str)>,
+}
+
+fn config(name: &str) -> Result<Config, String> {
+    match name {
+        "emulated" => Ok(Config {
+            name: "emulated",
+            label: "EMULATED (real StarPU runs, 2 CPU workers, PLB_EMULATE=\"0:speed=0.25\": worker 0 4x slower; STARPU_PERF_MODEL_HOMOGENEOUS_CPU=0 for every policy)",
+            env: vec![
+                ("STARPU_NCPU", "2"),
+                ("STARPU_NOPENCL", "0"),
+                ("STARPU_NCUDA", "0"),
+                ("PLB_EMULATE", DAG_EMULATION),
+                ("STARPU_PERF_MODEL_HOMOGENEOUS_CPU", "0"),
+            ],
+        }),
+        "opencl" => Ok(Config {
+            name: "opencl",
+            label: "REAL (1 CPU + 1 PoCL OpenCL worker; Debian's Cholesky and LU have no OpenCL implementation: every task runs on the CPU, so this measures scheduling overhead only)",
+            env: vec![
+                ("STARPU_NCPU", "1"),
+                ("STARPU_NOPENCL", "1"),
+                ("STARPU_OPENCL_ON_CPUS", "1"),
+                ("STARPU_NCUDA", "0"),
+            ],
+        }),
+        other => Err(format!(
+            "unknown configuration {other:?} (expected emulated or opencl)"
+        )),
+    }
+}
+
+fn program(app: &str) -> Result<&'static str, String> {
+    match app {
+        "cholesky" => Ok("cholesky_implicit"),
+        "lu" => Ok("lu_implicit_example_float"),
+        other => Err(format!(
+            "unknown application {other:?} (expected cholesky or lu)"
+        )),
+    }
+}
+
+/// What one run printed.
+struct Output {
+    ms: Option<f64>,
+    bound_ms: Option<f64>,
+    stderr: String,
+}
+
+/// Runs `prog` once under `policy` in `home` with the configuration's
+/// environment and `extra`.
+fn run_once(
+    prog: &Path,
+    args: &[String],
+    policy: &str,
+    home: &Path,
+    cfg: &Config,
+    extra: &[(&str, String)],
+    library: &Path,
+) -> Result<Output, String> {
+    let mut cmd = Process::new(prog);
+    cmd.args(args).stdin(Stdio::null());
+    for (name, _) in std::env::vars_os() {
+        let n = name.to_string_lossy();
+        if n.starts_with("STARPU_") || n.starts_with("PLB_") || n == "LD_PRELOAD" {
+            cmd.env_remove(&name);
+        }
+    }
+    cmd.env("STARPU_HOME", home)
+        .env("STARPU_SILENT", "1")
+        .env("STARPU_SCHED", policy);
+    for (k, v) in &cfg.env {
+        cmd.env(k, v);
+    }
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    let ours = catalog::find(policy).is_some();
+    if ours {
+        cmd.env("PLB_SUMMARY", "1");
+    }
+    // Our library is loaded for our policies, and for StarPU's too when
+    // the configuration emulates (PLB_EMULATE lives in it).
+    if ours || cfg.env.iter().any(|(k, _)| *k == "PLB_EMULATE") {
+        if starpu_plb::STARPU_SERIES == "1.3" {
+            cmd.env("LD_PRELOAD", library);
+        } else {
+            cmd.env("STARPU_SCHED_LIB", library);
+        }
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", prog.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if !out.status.success() {
+        return Err(format!(
+            "{} under {policy} exited with {}: {}",
+            prog.display(),
+            out.status,
+            stderr.lines().rev().take(5).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    if ours && !stderr.contains(&format!("plb: policy={policy} ")) {
+        return Err(format!("{policy} was not loaded (no summary line)"));
+    }
+    if cfg.env.iter().any(|(k, _)| *k == "PLB_EMULATE") && !stderr.contains("EMULATION ACTIVE") {
+        return Err(format!("{policy}: the emulation was not applied"));
+    }
+    // The examples print "# size ms GFlop/s" then "<n> <ms> <gflops>".
+    let ms = stdout
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .next_back();
+    let bound_ms = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("plb: bound lp_ms="))
+        .and_then(|r| r.split_whitespace().next()?.parse::<f64>().ok());
+    Ok(Output {
+        ms,
+        bound_ms,
+        stderr,
+    })
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+/// Runs the experiment; returns the files written.
+pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
+    let reps = opts.repetitions.unwrap_or(if opts.quick { 1 } else { 5 });
+    let n = opts.n.unwrap_or(if opts.quick { 1920 } else { 3840 });
+    let nblocks = opts.nblocks.unwrap_or(if opts.quick { 8 } else { 16 });
+    let configs: Vec<Config> = opts
+        .configs
+        .clone()
+        .unwrap_or_else(|| {
+            if opts.quick {
+                vec!["emulated".into()]
+            } else {
+                vec!["emulated".into(), "opencl".into()]
+            }
+        })
+        .iter()
+        .map(|c| config(c))
+        .collect::<Result<_, _>>()?;
+    let dir = examples_dir().ok_or(
+        "StarPU's examples were not found: install starpu-examples (scripts/setup.sh) or set STARPU_EXAMPLES_DIR",
+    )?;
+    let library = find_library()?;
+    std::fs::create_dir_all(&opts.out_dir)
+        .map_err(|e| format!("cannot create {}: {e}", opts.out_dir.display()))?;
+    let args = vec![
+        "-size".to_string(),
+        n.to_string(),
+        "-nblocks".to_string(),
+        nblocks.to_string(),
+    ];
+    let started = Instant::now();
+    let mut csv = String::from("config,app,n,nblocks,policy,ours,rep,ms\n");
+    let mut md = format!(
+        "# Task graphs in real runs (`plb experiment dag`)\n\n\
+         StarPU {} on this machine; N = {n}, {nblocks}x{nblocks} tiles; {reps} measured repetition(s), interleaved. \
+         Fairness: StarPU's model-based policies calibrated first ({} `STARPU_CALIBRATE=1` run(s) of dmda in a private `STARPU_HOME`); \
+         our plb-heft, dada and dada-cp after one learning run each (models persisted in that `STARPU_HOME`); \
+         our other policies learn within each run. ms: the program's own timing, median [min–max]. \
+         vs eager, vs best StarPU: the median's ratio (below 1: faster). bound: StarPU's LP area bound of the run \
+         (`PLB_BOUND=1`, from the calibrated models).\n",
+        starpu_plb::STARPU_SERIES,
+        opts.calibration
+    );
+    let mut written = Vec::new();
+    let mut plot_rows = String::new();
+    for cfg in &configs {
+        for app in &opts.apps {
+            let prog = dir.join(program(app)?);
+            let home = opts.out_dir.join(format!("home-{}-{app}", cfg.name));
+            let _ = std::fs::remove_dir_all(&home);
+            std::fs::create_dir_all(&home)
+                .map_err(|e| format!("cannot create {}: {e}", home.display()))?;
+            let label = format!("{} {app}", cfg.name);
+            if opts
+                .policies
+                .iter()
+                .any(|p| MODEL_BASED.contains(&p.as_str()))
+            {
+                for i in 0..opts.calibration {
+                    let o = run_once(
+                        &prog,
+                        &args,
+                        "dmda",
+                        &home,
+                        cfg,
+                        &[("STARPU_CALIBRATE", "1".into())],
+                        &library,
+                    )?;
+                    eprintln!(
+                        "  {label}: calibration {}/{} (dmda, STARPU_CALIBRATE=1) {:.0} ms",
+                        i + 1,
+                        opts.calibration,
+                        o.ms.unwrap_or(f64::NAN)
+                    );
+                }
+            }
+            let bound = run_once(
+                &prog,
+                &args,
+                "greedy",
+                &home,
+                cfg,
+                &[("PLB_BOUND", "1".into())],
+                &library,
+            )?
+            .bound_ms;
+            for p in opts
+                .policies
+                .iter()
+                .filter(|p| catalog::find(p).is_some_and(|i| i.dag().is_some()))
+            {
+                let o = run_once(&prog, &args, p, &home, cfg, &[], &library)?;
+                eprintln!(
+                    "  {label}: learning run of {p} {:.0} ms",
+                    o.ms.unwrap_or(f64::NAN)
+                );
+            }
+            let mut runs: Vec<Vec<Run>> = opts.policies.iter().map(|_| Vec::new()).collect();
+            for rep in 0..reps {
+                for (i, p) in opts.policies.iter().enumerate() {
+                    let o = run_once(&prog, &args, p, &home, cfg, &[], &library)?;
+                    let ms = o.ms.ok_or_else(|| {
+                        format!(
+                            "{label} under {p}: no timing line; stderr: {}",
+                            o.stderr.trim()
+                        )
+                    })?;
+                    eprintln!(
+                        "  {label}: rep {}/{reps} {p:<8} {ms:.0} ms ({:.0} s elapsed)",
+                        rep + 1,
+                        started.elapsed().as_secs_f64()
+                    );
+                    let ours = catalog::find(p).is_some();
+                    let _ = writeln!(
+                        csv,
+                        "{},{app},{n},{nblocks},{p},{ours},{rep},{ms:.1}",
+                        cfg.name
+                    );
+                    runs[i].push(Run { ms });
+                }
+            }
+            let medians: Vec<f64> = runs
+                .iter()
+                .map(|r| median(&mut r.iter().map(|x| x.ms).collect::<Vec<_>>()))
+                .collect();
+            let eager = opts
+                .policies
+                .iter()
+                .position(|p| p == "eager")
+                .map(|i| medians[i]);
+            let best_starpu = opts
+                .policies
+                .iter()
+                .zip(&medians)
+                .filter(|(p, _)| catalog::find(p).is_none())
+                .map(|(_, &m)| m)
+                .fold(f64::INFINITY, f64::min);
+            let _ = write!(
+                md,
+                "\n## {}: {} -size {n} -nblocks {nblocks}\n\nLP area bound: {}\n\n\
+                 | policy | ms | vs eager | vs best StarPU | bound/ms |\n| --- | ---: | ---: | ---: | ---: |\n",
+                cfg.label,
+                program(app)?,
+                bound.map_or("none".to_string(), |b| format!("{b:.0} ms"))
+            );
+            for ((p, r), &m) in opts.policies.iter().zip(&runs).zip(&medians) {
+                let lo = r.iter().map(|x| x.ms).fold(f64::INFINITY, f64::min);
+                let hi = r.iter().map(|x| x.ms).fold(0.0, f64::max);
+                let ours = if catalog::find(p).is_some() {
+                    " (ours)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    md,
+                    "| {p}{ours} | {m:.0} [{lo:.0}–{hi:.0}] | {} | {} | {} |",
+                    eager.map_or("-".into(), |e| format!("{:.2}", m / e)),
+                    if best_starpu.is_finite() {
+                        format!("{:.2}", m / best_starpu)
+                    } else {
+                        "-".into()
+                    },
+                    bound.map_or("-".into(), |b| format!("{:.2}", b / m))
+                );
+                let _ = writeln!(
+                    plot_rows,
+                    "\"{} {app} {p}\" {m:.1} {lo:.1} {hi:.1}",
+                    cfg.name
+                );
+            }
+        }
+    }
+    print!("{md}");
+    let csv_path = opts.out_dir.join("dag.csv");
+    write(&csv_path, &csv)?;
+    written.push(csv_path);
+    let md_path = opts.out_dir.join("dag.md");
+    write(&md_path, &md)?;
+    written.push(md_path);
+    let dat = opts.out_dir.join("dag.dat");
+    write(&dat, &plot_rows)?;
+    let png = opts.out_dir.join("dag.png");
+    let script = format!(
+        "set terminal pngcairo size 1200,{h}\nset output '{png}'\n\
+         set title \"Task graphs, real runs (plb experiment dag): median makespan, min..max\" noenhanced\n\
+         set xlabel 'ms'\nset style fill solid 0.5\nset yrange [-1:*] reverse\nset ytics noenhanced\nunset key\n\
+         plot '{dat}' using ($2/2):0:($2/2):(0.35):ytic(1) with boxxyerrorbars lc rgb '#4477aa', \
+         '' using 2:0:3:4 with xerrorbars lc rgb 'black' pt 0\n",
+        h = 200 + 18 * plot_rows.lines().filter(|l| !l.is_empty()).count(),
+        png = png.display(),
+        dat = dat.display(),
+    );
+    match gnuplot(&script) {
+        Ok(()) => written.push(png),
+        Err(e) => eprintln!("plb experiment dag: {e}"),
+    }
+    eprintln!(
+        "plb experiment dag: done in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(written)
+}
