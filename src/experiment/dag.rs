@@ -16,8 +16,8 @@
 //!
 //! Configurations: `emulated` (2 CPU workers, worker 0 four times slower by
 //! `PLB_EMULATE`; `STARPU_PERF_MODEL_HOMOGENEOUS_CPU=0` so that StarPU's
-//! models can tell the two workers apart, as ours do) and `opencl` (1 CPU
-//! + 1 PoCL OpenCL worker: Debian's Cholesky and LU have no OpenCL
+//! models can tell the two workers apart, as ours do) and `opencl` (one CPU
+//! and one PoCL OpenCL worker: Debian's Cholesky and LU have no OpenCL
 //! implementation, so every task runs on the CPU and this configuration
 //! measures scheduling overhead only; it is said so in the output).
 
