@@ -4,11 +4,18 @@
 //!    of this machine with emulated heterogeneity
 //!    ([`EMULATION`]: worker 0 four times slower, worker 1 paying 20 ms per
 //!    task), under every policy of ours (divisible-load API) and StarPU's
-//!    `eager` and `dmda` (equal tasks), repeatedly and interleaved; mean,
-//!    spread and speedup over `greedy`.
+//!    `eager`, `dmda` and `dmdas` (equal tasks), repeatedly and
+//!    interleaved; mean, spread and speedup over `greedy`.
 //! 2. **SIMULATED**: every balancer of `plb-core` on the PLB-HAC paper's
 //!    five machines (1 to 5 of them), in virtual time, against the exact
 //!    one-block optimum (`simulated.rs`).
+//! 3. **SIMULATED task graph**: StarPU's Cholesky on idgraf (12 CPUs + 8
+//!    GPUs, StarPU-SimGrid) under our task-graph policies and StarPU's
+//!    (`plb simgrid`), when the SimGrid build exists.
+//!
+//! StarPU's model-based policies (`dmda`...) are calibrated before they
+//! are measured (`STARPU_CALIBRATE=1` runs in a private `STARPU_HOME`, per
+//! worker models), so the comparison is the one a StarPU user would make.
 //!
 //! Tables go to stdout, progress to stderr; CSV and PNG plots (gnuplot) go
 //! to `--out` (default `results/`). `--starpu-examples` adds the earlier
@@ -40,7 +47,7 @@ use crate::launch::PolicySelection;
 pub const EMULATION: &str = "0:speed=0.25; 1:latency=20ms";
 
 /// The policies compared by default (ours, then StarPU's), comma-separated.
-const DEFAULT_POLICIES: &str = "greedy,plb-hac,plb-hec,hdss,acosta,eager,dmda";
+const DEFAULT_POLICIES: &str = "greedy,plb-hac,plb-hec,hdss,acosta,eager,dmda,dmdas";
 
 /// `plb experiment [OPTIONS]`, or `plb experiment balance [OPTIONS]`.
 #[derive(Args)]
@@ -148,13 +155,27 @@ struct AppRun {
     verify: String,
 }
 
-/// Runs `plb app <app> --n <n> --sched <sched> --ncpu 2` with [`EMULATION`].
-fn app_run(app: &str, n: u64, sched: &str) -> Result<AppRun, String> {
+/// StarPU's policies that predict from its history models: calibrated
+/// before they are measured.
+pub const STARPU_MODEL_BASED: [&str; 4] = ["dmda", "dmdas", "dmdar", "modular-heft"];
+
+/// Calibration runs (`STARPU_CALIBRATE=1`) given to StarPU's model-based
+/// policies before they are measured.
+pub const CALIBRATION_RUNS: usize = 2;
+
+/// Runs `plb app <app> --n <n> --sched <sched> --ncpu 2` with [`EMULATION`]
+/// in the private `STARPU_HOME` `home` (StarPU's models per worker:
+/// `STARPU_PERF_MODEL_HOMOGENEOUS_CPU=0`), with `calibrate` set for a
+/// calibration run.
+fn app_run(app: &str, n: u64, sched: &str, home: &Path, calibrate: bool) -> Result<AppRun, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find plb: {e}"))?;
     let mut cmd = Process::new(exe);
     cmd.args(["app", app, "--n", &n.to_string(), "--sched", sched])
         .args(["--ncpu", "2"])
         .env("PLB_EMULATE", EMULATION)
+        .env("STARPU_HOME", home)
+        .env("STARPU_PERF_MODEL_HOMOGENEOUS_CPU", "0")
+        .env("STARPU_CALIBRATE", if calibrate { "1" } else { "0" })
         .env("STARPU_SILENT", "1")
         .env_remove("STARPU_SCHED")
         .env_remove("PLB_TRACE")
@@ -240,10 +261,31 @@ fn emulated(opts: &Options, written: &mut Vec<PathBuf>) -> Result<(), String> {
     eprintln!(
         "plb experiment: EMULATED comparison, plb app {app} --n {n} on 2 CPU workers of this machine \
          with PLB_EMULATE=\"{EMULATION}\" (worker 0 4x slower, worker 1 +20 ms per task; \
-         timings are not real heterogeneous hardware), {} policies x {reps} repetition(s), interleaved",
+         timings are not real heterogeneous hardware), {} policies x {reps} repetition(s), interleaved; \
+         StarPU's model-based policies calibrated first ({CALIBRATION_RUNS} STARPU_CALIBRATE=1 runs each, \
+         private STARPU_HOME, STARPU_PERF_MODEL_HOMOGENEOUS_CPU=0 so its models tell the workers apart)",
         opts.policies.len()
     );
     let total = opts.policies.len() * reps;
+    // A private STARPU_HOME: StarPU's model-based policies are calibrated
+    // in it first, as a StarPU user would (STARPU_CALIBRATE=1 runs).
+    let home = opts.out_dir.join("experiment-starpu-home");
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).map_err(|e| format!("cannot create {}: {e}", home.display()))?;
+    for p in opts
+        .policies
+        .iter()
+        .filter(|p| STARPU_MODEL_BASED.contains(&p.as_str()))
+    {
+        for i in 0..CALIBRATION_RUNS {
+            let r = app_run(app, n, p, &home, true)?;
+            eprintln!(
+                "  calibration {}/{CALIBRATION_RUNS} of {p} (STARPU_CALIBRATE=1, not measured): {:.3} s",
+                i + 1,
+                r.makespan
+            );
+        }
+    }
     let mut runs: Vec<Vec<AppRun>> = opts.policies.iter().map(|_| Vec::new()).collect();
     let mut csv = String::from(
         "# EMULATED: real StarPU runs on this machine, heterogeneity emulated by PLB_EMULATE\n\
@@ -254,7 +296,7 @@ fn emulated(opts: &Options, written: &mut Vec<PathBuf>) -> Result<(), String> {
     for rep in 0..reps {
         for (i, p) in opts.policies.iter().enumerate() {
             k += 1;
-            let r = app_run(app, n, p)?;
+            let r = app_run(app, n, p, &home, false)?;
             eprintln!(
                 "  [{k}/{total}] EMULATED {app} n={n} rep {}/{reps} {p:<8} makespan {:.3} s (wall {:.1} s, {:.0} s elapsed)",
                 rep + 1,
@@ -277,7 +319,8 @@ fn emulated(opts: &Options, written: &mut Vec<PathBuf>) -> Result<(), String> {
         .position(|p| p == "greedy")
         .map(|i| stats(&runs[i].iter().map(|r| r.makespan).collect::<Vec<_>>()).0);
     println!(
-        "\nEMULATED (real StarPU runs, PLB_EMULATE=\"{EMULATION}\", 2 CPU workers): plb app {app} --n {n}, {reps} repetition(s)"
+        "\nEMULATED (real StarPU runs, PLB_EMULATE=\"{EMULATION}\", 2 CPU workers): plb app {app} --n {n}, {reps} repetition(s); \
+         StarPU's model-based policies calibrated first ({CALIBRATION_RUNS} STARPU_CALIBRATE=1 runs, STARPU_PERF_MODEL_HOMOGENEOUS_CPU=0)"
     );
     println!(
         "{:<9} {:<8} {:>10} {:>9} {:>9} {:>9} {:>11} {:>12}",
@@ -349,6 +392,8 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
     }
     written.push(sim_dat);
 
+    simgrid_dag(opts, &mut written)?;
+
     if opts.starpu_examples {
         written.push(examples(opts)?);
     }
@@ -357,6 +402,58 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
         started.elapsed().as_secs_f64()
     );
     Ok(written)
+}
+
+/// The DAG part: one Cholesky on the SIMULATED idgraf (StarPU-SimGrid)
+/// under a few policies, by `plb simgrid` (StarPU's dmda-family policies
+/// use the sampled, i.e. calibrated, models; ours have a learning run).
+/// Skipped, with a note, when the SimGrid build is missing.
+fn simgrid_dag(opts: &Options, written: &mut Vec<PathBuf>) -> Result<(), String> {
+    let cache = std::env::var_os("PLB_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/plb")))
+        .unwrap_or_else(|| PathBuf::from(".cache/plb"));
+    let examples = cache.join("starpu-1.4.10/simgrid/lib/starpu/examples/cholesky_implicit");
+    let library = std::env::var_os("PLB_SIMGRID_LIB")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target/starpu14-simgrid/release/libstarpu_plb.so"));
+    if !examples.is_file() || !library.is_file() {
+        println!(
+            "\nSIMULATED task graph (StarPU-SimGrid): skipped, no SimGrid build ({} or {} missing; \
+             bash scripts/simgrid.sh --build-only makes them)",
+            examples.display(),
+            library.display()
+        );
+        return Ok(());
+    }
+    let case = if opts.quick {
+        "cholesky:9600"
+    } else {
+        "cholesky:19200"
+    };
+    let out = opts.out_dir.join("simgrid-dag");
+    eprintln!("plb experiment: SIMULATED task graph, {case} on idgraf (StarPU-SimGrid) ...");
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find plb: {e}"))?;
+    let status = Process::new(exe)
+        .args(["simgrid", "--machines", "idgraf", "--cases", case])
+        .args([
+            "--policies",
+            "plb-heft,dada,dada-cp,plb-hac,eager,dmda,dmdas,modular-heft",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run plb simgrid: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "plb simgrid (the task-graph part) failed: {status}"
+        ));
+    }
+    for f in ["simgrid.md", "simgrid.csv", "simgrid-idgraf.png"] {
+        written.push(out.join(f));
+    }
+    Ok(())
 }
 
 /// One StarPU example program with its arguments.

@@ -452,9 +452,12 @@ impl Command {
                 library.display()
             )));
         }
-        let scratch = self.out.join("runs");
+        // Absolute: every run works in its own directory, and the paths it
+        // is given (samples, models) must not depend on it.
+        let out = std::path::absolute(&self.out).unwrap_or_else(|_| self.out.clone());
+        let scratch = out.join("runs");
         let _ = std::fs::remove_dir_all(&scratch);
-        let copy = self.out.join("sampling");
+        let copy = out.join("sampling");
         let _ = std::fs::remove_dir_all(&copy);
         copy_dir(&samples, &copy)
             .map_err(|e| format!("copying {} to {}: {e}", samples.display(), copy.display()))?;
