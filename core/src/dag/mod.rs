@@ -286,6 +286,52 @@ mod tests {
     }
 
     #[test]
+    fn timing_spikes_do_not_change_placement() {
+        use crate::rng::Rng;
+        use crate::taskmode::placement::ModelBook;
+        // A CPU (GEMM 80 ms) and a GPU (3 ms), 40 live samples each; in one
+        // book one GPU sample in five is a 30x spike (a stalled kernel, a
+        // page fault storm), as StarPU users see poison history models.
+        let w = [cpu(0.0), gpu(1, 0.0)];
+        let mut rng = Rng::new(3);
+        let mut clean = ModelBook::default();
+        let mut spiky = ModelBook::default();
+        for i in 0..40 {
+            let jitter = 1.0 + 0.02 * (rng.unit() - 0.5);
+            clean.record_now(0, 7, 1e9, 0.08 * jitter);
+            spiky.record_now(0, 7, 1e9, 0.08 * jitter);
+            clean.record_now(1, 7, 1e9, 0.003 * jitter);
+            let spike = if i % 5 == 2 { 30.0 } else { 1.0 };
+            spiky.record_now(1, 7, 1e9, 0.003 * jitter * spike);
+        }
+        let batch = |book: &ModelBook| -> Vec<DagTask> {
+            (0..24)
+                .map(|_| DagTask {
+                    cost_s: (0..2).map(|k| book.trained_prediction(k, 7, 1e9)).collect(),
+                    transfer_s: vec![0.0; 2],
+                    affinity: None,
+                    priority: 0,
+                })
+                .collect()
+        };
+        let (a, b) = (batch(&clean), batch(&spiky));
+        let p = b[0].cost_s[1].unwrap();
+        assert!(p < 0.0045, "GPU prediction {p} follows the spikes");
+        // 24 GEMMs: all on the GPU (24 x 3 ms < 80 ms) in both cases.
+        for m in [
+            Method::Heft,
+            Method::Dada {
+                alpha: 0.5,
+                eps: 0.01,
+                cp: true,
+            },
+        ] {
+            assert_eq!(place(m, &a, &w), place(m, &b, &w), "{m:?}");
+            assert!(place(m, &b, &w).iter().all(|&x| x == 1), "{m:?}");
+        }
+    }
+
+    #[test]
     fn names_never_start_with_heft() {
         for e in DAG_POLICIES {
             assert!(!e.name.starts_with("heft"), "{}", e.name);
