@@ -39,7 +39,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use plb_core::balance::WorkerKind;
 use plb_core::dag::lines::{Lines, Placed};
@@ -48,8 +48,7 @@ use plb_core::taskmode::persist::{Identity, Saved};
 use plb_core::taskmode::placement::{Candidate, ModelBook, choose};
 
 use crate::catalog::PolicyInfo;
-use crate::hold_time::HoldTimer;
-use crate::idle::IdleFlags;
+use crate::gauges::Gauges;
 use crate::model_file;
 use crate::starpu::{
     Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us, relaxed_lock,
@@ -197,15 +196,9 @@ pub struct DagPolicy {
     method: Method,
     state: Mutex<State>,
     models: Mutex<Models>,
-    /// Tasks held (ready and queued), readable without the lock.
-    queued: AtomicUsize,
-    /// Workers the policy believes are in the context (see
-    /// `TaskModePolicy`: StarPU 1.4 never calls `remove_workers`).
-    members: AtomicUsize,
-    idle: IdleFlags,
-    /// Nanoseconds spent placing batches and refitting.
-    model_ns: AtomicU64,
-    held: HoldTimer,
+    /// Tasks held (ready and queued), members, idle flags, timers (batch
+    /// placements and refits).
+    g: Gauges,
 }
 
 fn now_s() -> f64 {
@@ -477,8 +470,8 @@ impl DagPolicy {
         for d in decisions {
             let w = d.member;
             st.lines.push(w, d.placed, d.est_s);
-            if self.idle.is_idle(w) {
-                self.idle.clear(w);
+            if self.g.idle.is_idle(w) {
+                self.g.idle.clear(w);
                 wake.push(WorkerId(w as u32));
             }
         }
@@ -511,25 +504,23 @@ impl DagPolicy {
         Some(p.task)
     }
 
-    /// Brings the members in line with the context's (1.4 never calls
-    /// `remove_workers`).
+    /// Brings the members in line with the context's (see
+    /// [`SchedCtx::membership`]).
     fn sync_members(&self, ctx: SchedCtx) -> Vec<WorkerId> {
-        let now: Vec<WorkerId> = ctx.workers();
         let known: Vec<WorkerId> = relaxed_lock(&self.state)
             .members
             .iter()
             .map(|m| m.id)
             .collect();
-        let gone: Vec<WorkerId> = known.iter().copied().filter(|k| !now.contains(k)).collect();
-        let new: Vec<WorkerId> = now.iter().copied().filter(|n| !known.contains(n)).collect();
-        if !new.is_empty() {
-            self.add_workers(ctx, &new);
+        let change = ctx.membership(&known);
+        if !change.joined.is_empty() {
+            self.add_workers(ctx, &change.joined);
         }
-        self.members.store(now.len(), Ordering::Release);
-        if gone.is_empty() {
+        self.g.members.store(change.count, Ordering::Release);
+        if change.gone.is_empty() {
             Vec::new()
         } else {
-            self.remove_workers(ctx, &gone)
+            self.remove_workers(ctx, &change.gone)
         }
     }
 }
@@ -562,11 +553,7 @@ impl SchedPolicy for DagPolicy {
                 rotate: 0,
             }),
             models: Mutex::new(Models::default()),
-            queued: AtomicUsize::new(0),
-            members: AtomicUsize::new(0),
-            idle: IdleFlags::new(n),
-            model_ns: AtomicU64::new(0),
-            held: HoldTimer::from_env(),
+            g: Gauges::new(n),
         }
     }
 
@@ -575,12 +562,9 @@ impl SchedPolicy for DagPolicy {
     }
 
     fn add_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
-        let ids: Vec<i32> = workers.iter().map(|w| w.0 as i32).collect();
-        let kinds = crate::starpu::worker_kinds(&ids);
-        let joined: Vec<Member> = workers
-            .iter()
-            .zip(kinds)
-            .map(|(&id, kind)| Member {
+        let joined: Vec<Member> = crate::starpu::kinds_of(workers)
+            .into_iter()
+            .map(|(id, kind)| Member {
                 id,
                 kind,
                 node: id.memory_node(),
@@ -591,12 +575,12 @@ impl SchedPolicy for DagPolicy {
             if !st.members.iter().any(|x| x.id == m.id) {
                 st.members.push(m);
             }
-            self.idle.clear(m.id.index());
+            self.g.idle.clear(m.id.index());
         }
         let stranded = std::mem::take(&mut st.stranded);
         st.ready.extend(stranded);
-        self.members.store(st.members.len(), Ordering::Release);
-        self.queued.store(st.held(), Ordering::Release);
+        self.g.members.store(st.members.len(), Ordering::Release);
+        self.g.queued.store(st.held(), Ordering::Release);
     }
 
     fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) -> Vec<WorkerId> {
@@ -612,27 +596,27 @@ impl SchedPolicy for DagPolicy {
                 .collect();
             st.ready.extend(back);
         }
-        self.members.store(st.members.len(), Ordering::Release);
-        self.queued.store(st.held(), Ordering::Release);
+        self.g.members.store(st.members.len(), Ordering::Release);
+        self.g.queued.store(st.held(), Ordering::Release);
         let wake: Vec<WorkerId> = st
             .members
             .iter()
             .map(|m| m.id)
-            .filter(|w| self.idle.is_idle(w.index()))
+            .filter(|w| self.g.idle.is_idle(w.index()))
             .take(1)
             .collect();
         for w in &wake {
-            self.idle.clear(w.index());
+            self.g.idle.clear(w.index());
         }
         wake
     }
 
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
         let mut st = relaxed_lock(&self.state);
-        let t0 = self.held.start();
+        let t0 = self.g.held.start();
         task.announce_pushed();
         st.ready.push_back(task);
-        self.queued.store(st.held(), Ordering::Release);
+        self.g.queued.store(st.held(), Ordering::Release);
         // One idle worker activates the batch (unless one is at it).
         let wake: Option<WorkerId> = if st.activating {
             None
@@ -640,12 +624,12 @@ impl SchedPolicy for DagPolicy {
             st.members
                 .iter()
                 .map(|m| m.id)
-                .find(|w| self.idle.is_idle(w.index()))
+                .find(|w| self.g.idle.is_idle(w.index()))
         };
         if let Some(w) = wake {
-            self.idle.clear(w.index());
+            self.g.idle.clear(w.index());
         }
-        self.held.stop(t0);
+        self.g.held.stop(t0);
         drop(st);
         wake.into_iter().collect()
     }
@@ -653,47 +637,44 @@ impl SchedPolicy for DagPolicy {
     fn pop(&self, ctx: SchedCtx, worker: WorkerId) -> Popped {
         let w = worker.index();
         let mut wake = Vec::new();
-        if ctx.worker_count() != self.members.load(Ordering::Acquire) {
+        if ctx.worker_count() != self.g.members.load(Ordering::Acquire) {
             wake = self.sync_members(ctx);
         }
-        if self.idle.is_idle(w) || (self.queued.load(Ordering::Acquire) == 0 && !drivers_block()) {
+        if self.g.idle.is_idle(w)
+            || (self.g.queued.load(Ordering::Acquire) == 0 && !drivers_block())
+        {
             return Popped { task: None, wake };
         }
         let mut st = relaxed_lock(&self.state);
-        let mut t0 = self.held.start();
+        let mut t0 = self.g.held.start();
         for _ in 0..ACTIVATIONS_PER_POP {
             let Some(batch) = self.take_batch(&mut st, now_s()) else {
                 break;
             };
-            self.held.stop(t0);
+            self.g.held.stop(t0);
             drop(st);
-            let began = now_us();
-            let (decisions, stranded) = self.decide(batch);
-            self.model_ns.fetch_add(
-                ((now_us() - began).max(0.0) * 1e3) as u64,
-                Ordering::Relaxed,
-            );
+            let (decisions, stranded) = self.g.work.time(|| self.decide(batch));
             st = relaxed_lock(&self.state);
-            t0 = self.held.start();
+            t0 = self.g.held.start();
             wake.extend(self.install(&mut st, decisions, stranded));
         }
         let task = self.next_for(&mut st, worker, now_s());
         if task.is_none() {
-            self.idle.set(w);
+            self.g.idle.set(w);
         }
         if !st.ready.is_empty() && !st.activating {
             // Tasks still waiting: an idle worker places them.
             if let Some(m) = st
                 .members
                 .iter()
-                .find(|m| m.id != worker && self.idle.is_idle(m.id.index()))
+                .find(|m| m.id != worker && self.g.idle.is_idle(m.id.index()))
             {
-                self.idle.clear(m.id.index());
+                self.g.idle.clear(m.id.index());
                 wake.push(m.id);
             }
         }
-        self.queued.store(st.held(), Ordering::Release);
-        self.held.stop(t0);
+        self.g.queued.store(st.held(), Ordering::Release);
+        self.g.held.stop(t0);
         drop(st);
         wake.retain(|&x| x != worker);
         let Some(mut task) = task else {
@@ -732,12 +713,7 @@ impl SchedPolicy for DagPolicy {
             .record(w, codelet, units, secs);
         if let Some(job) = job {
             let cfg = relaxed_lock(&self.models).book.fit_config().clone();
-            let began = now_us();
-            let fitted = job.run(&cfg);
-            self.model_ns.fetch_add(
-                ((now_us() - began).max(0.0) * 1e3) as u64,
-                Ordering::Relaxed,
-            );
+            let fitted = self.g.work.time(|| job.run(&cfg));
             relaxed_lock(&self.models).book.install(fitted);
         }
         Vec::new()
@@ -761,14 +737,14 @@ impl SchedPolicy for DagPolicy {
     fn model_figures(&self) -> ModelFigures {
         ModelFigures {
             refits: relaxed_lock(&self.models).book.refits(),
-            solve_s: self.model_ns.load(Ordering::Relaxed) as f64 / 1e9,
-            lock_held_s: self.held.held_s(),
+            solve_s: self.g.work.seconds(),
+            lock_held_s: self.g.held.held_s(),
         }
     }
 
     fn drain(&self) -> Vec<Task> {
         let mut st = relaxed_lock(&self.state);
-        self.queued.store(0, Ordering::Release);
+        self.g.queued.store(0, Ordering::Release);
         let mut out: Vec<Task> = st.ready.drain(..).collect();
         out.extend(st.lines.drain());
         out.append(&mut st.stranded);

@@ -1,6 +1,7 @@
 //! How long a policy holds its push/pop lock, measured only when
 //! `PLB_SUMMARY` asks for it (two reads of StarPU's clock per critical
-//! section), reported as `lock_us` in the summary line.
+//! section), reported as `lock_us` in the summary line; and how long it
+//! spends fitting and placing ([`WorkTimer`], `solve_us`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -39,5 +40,26 @@ impl HoldTimer {
     /// Seconds held so far (0 when not measured).
     pub fn held_s(&self) -> f64 {
         self.held_ns.load(Ordering::Relaxed) as f64 / 1e9
+    }
+}
+
+/// Accumulates the time spent on model work (fits, balancer consults,
+/// batch placements), always measured (the work is rare and long).
+#[derive(Debug, Default)]
+pub struct WorkTimer(AtomicU64);
+
+impl WorkTimer {
+    /// Runs `f`, adding the time it took.
+    pub fn time<R>(&self, f: impl FnOnce() -> R) -> R {
+        let began = now_us();
+        let out = f();
+        let ns = ((now_us() - began).max(0.0) * 1e3) as u64;
+        self.0.fetch_add(ns, Ordering::Relaxed);
+        out
+    }
+
+    /// Seconds spent so far.
+    pub fn seconds(&self) -> f64 {
+        self.0.load(Ordering::Relaxed) as f64 / 1e9
     }
 }

@@ -25,6 +25,7 @@ pub mod diagnostics;
 pub mod divisible;
 pub mod emulation_spec;
 pub mod fifo;
+pub mod gauges;
 pub mod hold_time;
 pub mod idle;
 pub mod model_file;

@@ -24,7 +24,7 @@
 //! queue's lock, and plain queries).
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use plb_core::balance::registry::BalancerSpec;
 use plb_core::fit::FitConfig;
@@ -33,8 +33,7 @@ use plb_core::taskmode::placement::{ModelBook, RefitJob};
 use plb_core::taskmode::{Pop, SchedTask, Scheduler, Taken, TaskModeCounters};
 
 use crate::catalog::PolicyInfo;
-use crate::hold_time::HoldTimer;
-use crate::idle::IdleFlags;
+use crate::gauges::Gauges;
 use crate::starpu::{
     Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us, relaxed_lock,
 };
@@ -143,19 +142,10 @@ pub struct TaskModePolicy {
     mailboxes: Vec<Mutex<Mailbox>>,
     /// Per worker: its mailbox holds samples or reports.
     pending: Vec<PaddedFlag>,
-    /// Tasks held, readable without the lock.
-    queued: AtomicUsize,
-    /// Workers the scheduler believes are in the context. StarPU 1.4 never
-    /// calls a policy's `remove_workers` when workers leave a context
-    /// (`starpu_sched_ctx_remove_workers`: the call is commented out in its
-    /// `sched_ctx.c`), so pops compare this with the context's count and
-    /// resynchronise ([`TaskModePolicy::sync_members`]).
-    members: AtomicUsize,
-    idle: IdleFlags,
-    /// Nanoseconds spent fitting (refit jobs) and in balancer consults.
-    model_ns: AtomicU64,
-    /// Time `state` is held.
-    held: HoldTimer,
+    /// Tasks held, members (resynchronised at pop:
+    /// [`TaskModePolicy::sync_members`]), idle flags, timers (refit jobs and
+    /// balancer consults; the time `state` is held).
+    g: Gauges,
 }
 
 fn now_s() -> f64 {
@@ -168,33 +158,29 @@ impl TaskModePolicy {
     /// the others), workers that joined unannounced are added. Returns the
     /// workers to wake. StarPU is asked outside our lock.
     fn sync_members(&self, ctx: SchedCtx) -> Vec<WorkerId> {
-        let now: Vec<WorkerId> = ctx.workers();
-        let known: Vec<usize> = relaxed_lock(&self.state).sched.workers().to_vec();
-        let gone: Vec<WorkerId> = known
+        let known: Vec<WorkerId> = relaxed_lock(&self.state)
+            .sched
+            .workers()
             .iter()
-            .filter(|&&w| !now.iter().any(|n| n.index() == w))
             .map(|&w| WorkerId(w as u32))
             .collect();
-        let new: Vec<WorkerId> = now
-            .iter()
-            .copied()
-            .filter(|n| !known.contains(&n.index()))
-            .collect();
-        if !new.is_empty() {
-            self.add_workers(ctx, &new);
+        let change = ctx.membership(&known);
+        if !change.joined.is_empty() {
+            self.add_workers(ctx, &change.joined);
         }
-        if gone.is_empty() {
+        if change.gone.is_empty() {
             // Counts differ only transiently (a change in progress): note
             // the context's count so the next pops do not ask again.
-            self.members.store(now.len(), Ordering::Release);
+            self.g.members.store(change.count, Ordering::Release);
             Vec::new()
         } else {
             log::debug!(
-                "{}: workers {gone:?} left context {} unannounced",
+                "{}: workers {:?} left context {} unannounced",
                 self.name,
+                change.gone,
                 ctx.id()
             );
-            self.remove_workers(ctx, &gone)
+            self.remove_workers(ctx, &change.gone)
         }
     }
 
@@ -204,10 +190,10 @@ impl TaskModePolicy {
     fn notify(&self, st: &mut Scheduler<Task>) -> Vec<WorkerId> {
         let mut wake = Vec::new();
         for w in st.take_notified() {
-            if self.idle.is_idle(w) {
+            if self.g.idle.is_idle(w) {
                 wake.push(WorkerId(w as u32));
             }
-            self.idle.clear(w);
+            self.g.idle.clear(w);
         }
         wake
     }
@@ -263,12 +249,10 @@ impl TaskModePolicy {
         if jobs.is_empty() {
             return;
         }
-        let began = now_us();
-        let fitted: Vec<_> = jobs.into_iter().map(|(job, cfg)| job.run(&cfg)).collect();
-        self.model_ns.fetch_add(
-            ((now_us() - began).max(0.0) * 1e3) as u64,
-            Ordering::Relaxed,
-        );
+        let fitted: Vec<_> = self
+            .g
+            .work
+            .time(|| jobs.into_iter().map(|(job, cfg)| job.run(&cfg)).collect());
         let mut st = relaxed_lock(&self.state);
         for f in fitted {
             st.book.install(f);
@@ -280,7 +264,7 @@ impl TaskModePolicy {
     fn take(&self, worker: WorkerId) -> (Option<Taken<Task>>, Vec<WorkerId>) {
         let w = worker.index();
         let mut st = relaxed_lock(&self.state);
-        let mut t0 = self.held.start();
+        let mut t0 = self.g.held.start();
         let jobs = self.deliver(&mut st, w);
         let mut popped = {
             let State { sched, book, .. } = &mut *st;
@@ -296,21 +280,17 @@ impl TaskModePolicy {
                     // (and wakes it). With polling drivers a worker an
                     // epoch may still serve keeps polling instead.
                     if idle || drivers_block() {
-                        self.idle.set(w);
+                        self.g.idle.set(w);
                     }
                     break None;
                 }
                 Pop::Consult(mut c) => {
                     consults += 1;
-                    self.held.stop(t0);
+                    self.g.held.stop(t0);
                     drop(st);
-                    let began = now_us();
-                    c.run();
-                    let spent = (now_us() - began).max(0.0);
-                    self.model_ns
-                        .fetch_add((spent * 1e3) as u64, Ordering::Relaxed);
+                    self.g.work.time(|| c.run());
                     st = relaxed_lock(&self.state);
-                    t0 = self.held.start();
+                    t0 = self.g.held.start();
                     let State { sched, book, .. } = &mut *st;
                     if consults >= CONSULTS_PER_POP {
                         // Bounded work per pop: hand the consult back and
@@ -323,11 +303,11 @@ impl TaskModePolicy {
             }
         };
         let wake = self.notify(&mut st.sched);
-        self.queued.store(st.sched.held(), Ordering::Release);
+        self.g.queued.store(st.sched.held(), Ordering::Release);
         if taken.is_some() {
             Self::publish(&mut st);
         }
-        self.held.stop(t0);
+        self.g.held.stop(t0);
         drop(st);
         self.refit(jobs);
         (taken, wake)
@@ -352,11 +332,7 @@ impl SchedPolicy for TaskModePolicy {
             }),
             mailboxes: (0..n).map(|_| Mutex::new(Mailbox::default())).collect(),
             pending: (0..n).map(|_| PaddedFlag::default()).collect(),
-            queued: AtomicUsize::new(0),
-            members: AtomicUsize::new(0),
-            idle: IdleFlags::new(n),
-            model_ns: AtomicU64::new(0),
-            held: HoldTimer::from_env(),
+            g: Gauges::new(n),
         }
     }
 
@@ -365,20 +341,18 @@ impl SchedPolicy for TaskModePolicy {
     }
 
     fn add_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
-        let ids: Vec<i32> = workers.iter().map(|w| w.0 as i32).collect();
-        let kinds = crate::starpu::worker_kinds(&ids);
-        let added: Vec<_> = workers
-            .iter()
-            .zip(kinds)
+        let added: Vec<_> = crate::starpu::kinds_of(workers)
+            .into_iter()
             .map(|(w, k)| (w.index(), k))
             .collect();
         let mut st = relaxed_lock(&self.state);
         st.sched.add_workers(&added);
-        self.members
+        self.g
+            .members
             .store(st.sched.workers().len(), Ordering::Release);
         drop(st);
         for w in workers {
-            self.idle.clear(w.index());
+            self.g.idle.clear(w.index());
         }
     }
 
@@ -387,10 +361,11 @@ impl SchedPolicy for TaskModePolicy {
         let mut st = relaxed_lock(&self.state);
         let State { sched, book, .. } = &mut *st;
         sched.remove_workers(&ids, book);
-        self.members
+        self.g
+            .members
             .store(st.sched.workers().len(), Ordering::Release);
         let wake = self.notify(&mut st.sched);
-        self.queued.store(st.sched.held(), Ordering::Release);
+        self.g.queued.store(st.sched.held(), Ordering::Release);
         drop(st);
         wake
     }
@@ -398,19 +373,19 @@ impl SchedPolicy for TaskModePolicy {
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
         let now = now_s();
         let mut st = relaxed_lock(&self.state);
-        let t0 = self.held.start();
+        let t0 = self.g.held.start();
         task.announce_pushed();
-        let is_idle = |w: usize| self.idle.is_idle(w);
+        let is_idle = |w: usize| self.g.idle.is_idle(w);
         let State { sched, book, .. } = &mut *st;
         let mut wake = sched.push(task, now, book, &is_idle);
         wake.extend(self.notify(&mut st.sched).iter().map(|w| w.index()));
         wake.sort_unstable();
         wake.dedup();
         for &w in &wake {
-            self.idle.clear(w);
+            self.g.idle.clear(w);
         }
-        self.queued.store(st.sched.held(), Ordering::Release);
-        self.held.stop(t0);
+        self.g.queued.store(st.sched.held(), Ordering::Release);
+        self.g.held.stop(t0);
         drop(st);
         wake.into_iter().map(|w| WorkerId(w as u32)).collect()
     }
@@ -418,7 +393,7 @@ impl SchedPolicy for TaskModePolicy {
     fn pop(&self, ctx: SchedCtx, worker: WorkerId) -> Popped {
         let w = worker.index();
         let mut resynced = Vec::new();
-        if ctx.worker_count() != self.members.load(Ordering::Acquire) {
+        if ctx.worker_count() != self.g.members.load(Ordering::Acquire) {
             resynced = self.sync_members(ctx);
         }
         let pending = self
@@ -429,8 +404,8 @@ impl SchedPolicy for TaskModePolicy {
         // drivers an empty policy is answered without the lock; a worker
         // finding nothing marks itself idle under the lock (see
         // `central_queue`: blocking drivers need the flag to be woken).
-        let empty = self.queued.load(Ordering::Acquire) == 0 && !drivers_block();
-        if !pending && (empty || self.idle.is_idle(w)) {
+        let empty = self.g.queued.load(Ordering::Acquire) == 0 && !drivers_block();
+        if !pending && (empty || self.g.idle.is_idle(w)) {
             return Popped {
                 task: None,
                 wake: resynced,
@@ -526,14 +501,14 @@ impl SchedPolicy for TaskModePolicy {
     fn model_figures(&self) -> ModelFigures {
         ModelFigures {
             refits: relaxed_lock(&self.state).book.refits(),
-            solve_s: self.model_ns.load(Ordering::Relaxed) as f64 / 1e9,
-            lock_held_s: self.held.held_s(),
+            solve_s: self.g.work.seconds(),
+            lock_held_s: self.g.held.held_s(),
         }
     }
 
     fn drain(&self) -> Vec<Task> {
         let mut st = relaxed_lock(&self.state);
-        self.queued.store(0, Ordering::Release);
+        self.g.queued.store(0, Ordering::Release);
         let out = st.sched.drain();
         Self::publish(&mut st);
         out

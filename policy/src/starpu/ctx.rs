@@ -42,6 +42,17 @@ pub fn starpu_version() -> String {
     format!("{major}.{minor}.{release}")
 }
 
+/// See [`SchedCtx::membership`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Membership {
+    /// Known workers no longer in the context.
+    pub gone: Vec<WorkerId>,
+    /// Workers in the context not known.
+    pub joined: Vec<WorkerId>,
+    /// Workers in the context now.
+    pub count: usize,
+}
+
 /// A StarPU scheduling context identifier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SchedCtx(pub(crate) u32);
@@ -58,6 +69,20 @@ impl SchedCtx {
         // SAFETY: a plain read of the context's worker collection; StarPU
         // returns 0 for an id it does not know.
         unsafe { sys::starpu_sched_ctx_get_nworkers(self.0) as usize }
+    }
+
+    /// How the context's workers differ from `known`: those gone, those
+    /// joined, and how many it has now (StarPU 1.4 never calls a policy's
+    /// `remove_workers` when workers leave a context —
+    /// `starpu_sched_ctx_remove_workers` has the call commented out in its
+    /// `sched_ctx.c` — so policies compare at pop and resynchronise).
+    pub fn membership(self, known: &[WorkerId]) -> Membership {
+        let now = self.workers();
+        Membership {
+            gone: known.iter().copied().filter(|k| !now.contains(k)).collect(),
+            joined: now.iter().copied().filter(|n| !known.contains(n)).collect(),
+            count: now.len(),
+        }
     }
 
     /// The workers currently in the context, read from StarPU.

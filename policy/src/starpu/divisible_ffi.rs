@@ -76,6 +76,12 @@ pub fn all_worker_ids() -> Vec<i32> {
     (0..n).filter_map(|w| i32::try_from(w).ok()).collect()
 }
 
+/// `workers` with their kinds (see [`worker_kinds`]).
+pub fn kinds_of(workers: &[super::WorkerId]) -> Vec<(super::WorkerId, WorkerKind)> {
+    let ids: Vec<i32> = workers.iter().map(|w| w.0 as i32).collect();
+    workers.iter().copied().zip(worker_kinds(&ids)).collect()
+}
+
 /// The kind of each StarPU worker of `ids` ([`WorkerKind::Other`] for an
 /// id StarPU does not know, or when StarPU is not initialised).
 pub fn worker_kinds(ids: &[i32]) -> Vec<WorkerKind> {

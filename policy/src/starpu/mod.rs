@@ -23,8 +23,10 @@ mod interpose;
 mod registry;
 mod task;
 
-pub use ctx::{SchedCtx, WorkerId, drivers_block, now_us, relaxed_lock, starpu_version};
-pub use divisible_ffi::{all_worker_ids, worker_kinds};
+pub use ctx::{
+    Membership, SchedCtx, WorkerId, drivers_block, now_us, relaxed_lock, starpu_version,
+};
+pub use divisible_ffi::{all_worker_ids, kinds_of, worker_kinds};
 pub use emulate_codelets::{ENV as EMULATE_ENV, emulate_after};
 pub use interpose::known_policies;
 pub use registry::{policy_by_name, registered_policies};

@@ -1,0 +1,38 @@
+//! What the queue-based policies (`task_mode`, `dag_mode`) read without
+//! their push/pop lock, and their timers.
+
+use std::sync::atomic::AtomicUsize;
+
+use crate::hold_time::{HoldTimer, WorkTimer};
+use crate::idle::IdleFlags;
+
+/// Lock-free state of one scheduling context's policy.
+#[derive(Debug)]
+pub struct Gauges {
+    /// Tasks held, readable without the lock (the empty pop's fast path).
+    pub queued: AtomicUsize,
+    /// Workers the policy believes are in the context (compared with
+    /// StarPU's count at each pop: StarPU 1.4 never calls a policy's
+    /// `remove_workers`, see `SchedCtx::membership`).
+    pub members: AtomicUsize,
+    /// Per worker: its last pop found nothing (it skips the lock until
+    /// notified; with blocking drivers it sleeps until woken).
+    pub idle: IdleFlags,
+    /// Time spent fitting, consulting balancers and placing batches.
+    pub work: WorkTimer,
+    /// Time the push/pop lock is held.
+    pub held: HoldTimer,
+}
+
+impl Gauges {
+    /// Gauges for worker ids `0..max_workers`.
+    pub fn new(max_workers: usize) -> Gauges {
+        Gauges {
+            queued: AtomicUsize::new(0),
+            members: AtomicUsize::new(0),
+            idle: IdleFlags::new(max_workers),
+            work: WorkTimer::default(),
+            held: HoldTimer::from_env(),
+        }
+    }
+}
