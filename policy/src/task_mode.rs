@@ -66,6 +66,9 @@ impl SchedTask for Task {
         // per-task transfer times).
         self.expected_transfer_s(WorkerId(pu as u32))
     }
+    fn priority(&self) -> i32 {
+        Task::priority(self)
+    }
 }
 
 /// Process-wide task-mode counters (atomics: updated from the pop path

@@ -15,9 +15,9 @@
 //!   codelets or sizes, batches too small, tasks without a codelet, what a
 //!   dissolved epoch gives back — is queued on the capable worker with the
 //!   earliest predicted finish under the per (worker, codelet) fitted
-//!   models; workers take their own queue first (FIFO) and, when it is
-//!   empty, steal the oldest task they can run from the longest other
-//!   queue.
+//!   models; workers take their own queue first (by priority, FIFO within
+//!   one) and, when it is empty, steal the first task they can run and
+//!   would finish first from the longest other queue.
 //!
 //! A worker asks, in this order: its current epoch group, the epochs'
 //! balancers (oldest epoch first), a new epoch from the staged batch, its
@@ -60,6 +60,10 @@ pub trait SchedTask {
     /// Predicted seconds to bring the task's data to `pu`'s memory (`None`:
     /// unknown, counted as 0).
     fn transfer_s(&self, pu: usize) -> Option<f64>;
+    /// Its priority (higher first in the fallback queues; 0 by default).
+    fn priority(&self) -> i32 {
+        0
+    }
 }
 
 /// Two tasks of one codelet join the same staged batch when their sizes
@@ -111,6 +115,8 @@ struct Queued<T> {
     task: T,
     codelet: usize,
     units: f64,
+    /// The task's priority (queues are ordered by it, FIFO within one).
+    priority: i32,
     /// Predicted seconds on the worker whose queue holds it.
     est_s: f64,
 }
@@ -130,9 +136,16 @@ impl<T> Default for Queue<T> {
 }
 
 impl<T: SchedTask> Queue<T> {
+    /// Queues `q` after every task of higher or equal priority (as
+    /// `dmdas`).
     fn push(&mut self, q: Queued<T>) {
         self.backlog_s += q.est_s;
-        self.items.push_back(q);
+        let at = self
+            .items
+            .iter()
+            .rposition(|x| x.priority >= q.priority)
+            .map_or(0, |i| i + 1);
+        self.items.insert(at, q);
     }
 
     /// Removes the oldest task `worker` can run, with its implementation.
@@ -785,10 +798,12 @@ impl<T: SchedTask> Scheduler<T> {
     ) -> Vec<usize> {
         let codelet = task.codelet();
         let units = task.units();
+        let priority = task.priority();
         let item = Queued {
             task,
             codelet,
             units,
+            priority,
             est_s: 0.0,
         };
         // A task of the staged batch's codelet and size joins it (the batch

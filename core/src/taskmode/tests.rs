@@ -11,6 +11,7 @@ struct Fake {
     units: f64,
     /// Bit `w` set: worker `w` can run it.
     mask: u64,
+    priority: i32,
 }
 
 impl SchedTask for Fake {
@@ -26,6 +27,9 @@ impl SchedTask for Fake {
     fn transfer_s(&self, _pu: usize) -> Option<f64> {
         None
     }
+    fn priority(&self) -> i32 {
+        self.priority
+    }
 }
 
 fn task(id: usize, codelet: usize) -> Fake {
@@ -34,6 +38,7 @@ fn task(id: usize, codelet: usize) -> Fake {
         codelet,
         units: 10.0,
         mask: u64::MAX,
+        priority: 0,
     }
 }
 
@@ -90,6 +95,21 @@ fn assert_exactly_once(ran: &[Vec<usize>], n: usize) {
         seen[id] += 1;
     }
     assert!(seen.iter().all(|&c| c == 1), "{seen:?}");
+}
+
+#[test]
+fn fallback_queues_are_ordered_by_priority_fifo_within_one() {
+    let mut s = sched("plb-hac", 1);
+    let mut book = ModelBook::default();
+    // Tasks without a codelet always take the fallback rule.
+    for (id, priority) in [(0, 0), (1, 5), (2, 0), (3, 9), (4, 5)] {
+        let t = Fake {
+            priority,
+            ..task(id, 0)
+        };
+        s.push(t, 0.0, &book, NEVER_IDLE);
+    }
+    assert_eq!(drain_on(&mut s, &mut book, 0, 0.01), vec![3, 1, 4, 0, 2]);
 }
 
 #[test]

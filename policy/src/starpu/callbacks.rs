@@ -75,7 +75,7 @@ pub(crate) unsafe extern "C" fn init_sched<P: SchedPolicy>(ctx: c_uint) {
             observe: trace.is_some() || summary_requested(),
             trace,
         });
-        if info.dag().is_some() {
+        if !info.is_central_fifo() {
             // Priority-ordered queues: let the application use any integer
             // (as dmdas does); otherwise StarPU's default range is [0, 1]
             // and applications such as Cholesky collapse theirs to it.
