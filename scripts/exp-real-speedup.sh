@@ -43,6 +43,14 @@ fi
 export POCL_MAX_PTHREAD_COUNT=${POCL_MAX_PTHREAD_COUNT:-1} POCL_CPU_MAX_CU_NUM=${POCL_CPU_MAX_CU_NUM:-1}
 export STARPU_SILENT=1
 unset STARPU_SCHED PLB_TRACE PLB_EMULATE LD_PRELOAD || true
+# StarPU's dmda is compared the way a StarPU user would run it: calibrated
+# first (STARPU_CALIBRATE=1 runs, not measured) in a private STARPU_HOME,
+# with one model per worker (STARPU_PERF_MODEL_HOMOGENEOUS_CPU=0) so that
+# it can see the emulated difference between the two CPU workers, as ours do.
+STARPU_HOME=$(mktemp -d "${TMPDIR:-/tmp}/plb-exp-real-home.XXXXXX")
+export STARPU_HOME STARPU_PERF_MODEL_HOMOGENEOUS_CPU=0
+trap 'rm -rf "$STARPU_HOME"' EXIT
+CALIBRATION_RUNS=2
 
 RUNS=$OUT/speedup-runs.csv
 echo "form,config,app,n,policy,rep,makespan_s,units,verify" > "$RUNS"
@@ -68,6 +76,19 @@ one() { # config form emulate flags... ; app n policy rep in globals
     printf '  [%d/%d] %s %s %s n=%s rep %d %-8s makespan %s s (%d s elapsed)\n' \
         "$k" "$total" "$form" "$config" "$app" "$n" "$rep" "$p" "$ms" $((SECONDS - start)) >&2
 }
+calibrate() { # config emulate flags... ; app n in globals
+    local emu=$2; shift 2
+    if [[ " $POLICIES " == *" dmda "* ]]; then
+        for _ in $(seq 1 "$CALIBRATION_RUNS"); do
+            STARPU_CALIBRATE=1 PLB_EMULATE="$emu" "$PLB" app "$app" --n "$n" --sched dmda "$@" > /dev/null 2>&1 \
+                || { echo "exp-real-speedup: calibration of dmda on $app n=$n failed" >&2; exit 1; }
+        done
+    fi
+}
+for c in $CASES_2; do app=${c%%:*}; n=${c##*:}; calibrate 2cpu-emu "$EMU2" --ncpu 2; done
+for c in $CASES_1; do app=${c%%:*}; n=${c##*:}; calibrate 1cpu-emu "$EMU1" --ncpu 1; done
+for c in $CASES_OCL; do app=${c%%:*}; n=${c##*:}; calibrate cpu+ocl "" --ncpu 1 --opencl; done
+echo "exp-real-speedup: dmda calibrated ($CALIBRATION_RUNS STARPU_CALIBRATE=1 runs per case, STARPU_HOME=$STARPU_HOME)" >&2
 for rep in $(seq 1 "$REPS"); do
     for c in $CASES_2; do app=${c%%:*}; n=${c##*:}
         for p in $POLICIES; do one 2cpu-emu EMULATED "$EMU2" --ncpu 2; done

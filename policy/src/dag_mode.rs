@@ -36,20 +36,18 @@
 //! fit or StarPU call that may call back runs under `state`: only plain
 //! queries (ready data at pop, a task's implementation).
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::path::PathBuf;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
 use plb_core::balance::WorkerKind;
 use plb_core::dag::lines::{Lines, Placed};
 use plb_core::dag::{Affinity, DagTask, DagWorker, Method, place};
-use plb_core::taskmode::persist::{Identity, Saved};
 use plb_core::taskmode::placement::{Candidate, ModelBook, choose};
 
 use crate::catalog::PolicyInfo;
 use crate::gauges::Gauges;
-use crate::model_file;
+use crate::model_file::Persisted;
 use crate::starpu::{
     Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us, relaxed_lock,
 };
@@ -97,84 +95,13 @@ struct Batch {
     rotate: usize,
 }
 
-/// Codelet names remembered for saving (beyond, codelets are not saved).
-const NAMES_CAP: usize = 1024;
-
 /// Our models, the (kind, codelet) pairs a training task was sent for, and
-/// the persistent file's state.
+/// the models file.
 #[derive(Default)]
 struct Models {
     book: ModelBook,
     training: HashSet<(WorkerKind, usize)>,
-    /// The models file and this machine's identity, once looked at.
-    file: Option<Option<(PathBuf, Identity)>>,
-    /// What the file held (models of codelets not run this time are saved
-    /// back unchanged).
-    saved: Saved,
-    /// Codelet keys already looked up in `saved`, with their names.
-    names: HashMap<usize, Option<String>>,
-}
-
-impl Models {
-    /// Reads the models file the first time (off the push/pop lock).
-    fn open_file(&mut self) {
-        if self.file.is_some() {
-            return;
-        }
-        let Some(dir) = model_file::dir() else {
-            self.file = Some(None);
-            return;
-        };
-        let ids = crate::starpu::all_worker_ids();
-        let kinds = crate::starpu::worker_kinds(&ids);
-        let id = Identity {
-            host: model_file::host(),
-            starpu: crate::starpu::starpu_version(),
-            workers: kinds
-                .iter()
-                .map(|k| format!("{k:?}").to_ascii_lowercase())
-                .collect::<Vec<_>>()
-                .join(","),
-        };
-        let path = model_file::path(&dir, &id.host);
-        self.saved = model_file::load(&path, &id);
-        self.file = Some(Some((path, id)));
-    }
-
-    /// Seeds the models of a codelet seen for the first time from the file.
-    fn seed(&mut self, codelet: usize, name: Option<String>, members: &[Member]) {
-        if codelet == 0 || self.names.contains_key(&codelet) || self.names.len() >= NAMES_CAP {
-            return;
-        }
-        if let Some(n) = &name {
-            for m in members {
-                let w = m.id.index();
-                if let Some(samples) = self.saved.get(&(n.clone(), w)) {
-                    self.book.seed(w, codelet, samples);
-                }
-            }
-        }
-        self.names.insert(codelet, name);
-    }
-
-    /// Writes the file back with this run's samples.
-    fn save(&mut self) {
-        let Some(Some((path, id))) = &self.file else {
-            return;
-        };
-        let mut saved = std::mem::take(&mut self.saved);
-        for (w, codelet) in self.book.keys() {
-            if let Some(Some(name)) = self.names.get(&codelet) {
-                saved.insert((name.clone(), w), self.book.samples_of(w, codelet));
-            }
-        }
-        if let Err(e) = model_file::save(path, id, &saved) {
-            eprintln!(
-                "plb: warning: models file {} not written: {e}",
-                path.display()
-            );
-        }
-    }
+    persisted: Persisted,
 }
 
 /// StarPU's view of a task: the implementation each member would run
@@ -267,9 +194,20 @@ impl DagPolicy {
         let mut train: Vec<Option<usize>> = vec![None; tasks.len()];
         let costs: Vec<Vec<Option<f64>>> = {
             let mut models = relaxed_lock(&self.models);
-            models.open_file();
+            models.persisted.open();
+            let workers: Vec<usize> = members.iter().map(|m| m.id.index()).collect();
             for t in &tasks {
-                models.seed(t.codelet_key(), t.codelet_name(), &members);
+                let codelet = t.codelet_key();
+                if models.persisted.seen(codelet) {
+                    continue;
+                }
+                for (w, samples) in
+                    models
+                        .persisted
+                        .first_sight(codelet, t.codelet_name(), &workers)
+                {
+                    models.book.seed(w, codelet, &samples);
+                }
             }
             let Models { book, training, .. } = &mut *models;
             tasks
@@ -527,10 +465,11 @@ impl DagPolicy {
 
 impl Drop for DagPolicy {
     fn drop(&mut self) {
-        match self.models.get_mut() {
-            Ok(m) => m.save(),
-            Err(poisoned) => poisoned.into_inner().save(),
-        }
+        let m = match self.models.get_mut() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        m.persisted.save(&m.book);
     }
 }
 

@@ -6,14 +6,20 @@
 //!   `PLB_MODEL_DIR=off` turns persistence off.
 //! * File: `<host>.models`, the host being `STARPU_HOSTNAME` where set (as
 //!   StarPU names its own calibration files), else the machine's name.
-//! * A file from another host, StarPU version or worker set, or a damaged
-//!   one, is ignored with one warning line; a missing one silently.
+//! * A file from another host or StarPU version, or a damaged one, is
+//!   ignored with one warning line; a missing one silently. A saved model
+//!   is used only by a worker of the same id and kind.
 //! * Writes go to a temporary file in the same directory, renamed over the
 //!   old one: a run killed mid-write leaves the previous file intact.
+//!
+//! [`Persisted`] is what a policy keeps: it seeds a `ModelBook` at each
+//! codelet's first task and writes the book back when the context ends.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use plb_core::taskmode::persist::{self, Identity, Saved};
+use plb_core::taskmode::persist::{self, Identity, Saved, SavedModel};
+use plb_core::taskmode::placement::ModelBook;
 
 /// The variable that names the directory (or `off`).
 pub const DIR_ENV: &str = "PLB_MODEL_DIR";
@@ -90,6 +96,114 @@ pub fn save(path: &Path, id: &Identity, saved: &Saved) -> std::io::Result<()> {
     written
 }
 
+/// Codelet names remembered for saving (beyond, codelets are not saved).
+const NAMES_CAP: usize = 1024;
+
+/// One scheduling context's view of the models file: what it held and the
+/// names of the codelets seen, to seed a [`ModelBook`] at a codelet's first
+/// task and to write the book back at the end.
+#[derive(Debug, Default)]
+pub struct Persisted {
+    /// The file and this machine's identity, once looked at (`Some(None)`:
+    /// persistence off).
+    file: Option<Option<(PathBuf, Identity)>>,
+    /// What the file held (models of codelets not run this time are saved
+    /// back unchanged).
+    saved: Saved,
+    /// Codelet keys already seen, with their names.
+    names: HashMap<usize, Option<String>>,
+    /// Each worker's kind (by worker id): a saved model is used only by a
+    /// worker of the kind it was measured on.
+    kinds: Vec<String>,
+}
+
+impl Persisted {
+    /// Reads the file the first time it is called (file I/O: never under
+    /// a push/pop lock). Needs StarPU's workers (a saved model is used only by
+    /// a worker of the kind it was measured on).
+    pub fn open(&mut self) {
+        if self.file.is_some() {
+            return;
+        }
+        let Some(dir) = dir() else {
+            self.file = Some(None);
+            return;
+        };
+        let ids = crate::starpu::all_worker_ids();
+        self.kinds = crate::starpu::worker_kinds(&ids)
+            .iter()
+            .map(|k| format!("{k:?}").to_ascii_lowercase())
+            .collect();
+        let id = Identity {
+            host: host(),
+            starpu: crate::starpu::starpu_version(),
+        };
+        let path = path(&dir, &id.host);
+        self.saved = load(&path, &id);
+        self.file = Some(Some((path, id)));
+    }
+
+    /// Whether [`Persisted::open`] ran.
+    pub fn is_open(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Whether `codelet` was seen already (a map lookup).
+    pub fn seen(&self, codelet: usize) -> bool {
+        codelet == 0 || self.names.contains_key(&codelet) || self.names.len() >= NAMES_CAP
+    }
+
+    /// A codelet seen for the first time, with its name: the saved samples
+    /// of each of `workers`, to seed the book with.
+    pub fn first_sight(
+        &mut self,
+        codelet: usize,
+        name: Option<String>,
+        workers: &[usize],
+    ) -> Vec<(usize, Vec<(f64, f64)>)> {
+        if self.seen(codelet) {
+            return Vec::new();
+        }
+        let found = name
+            .as_ref()
+            .map(|n| {
+                workers
+                    .iter()
+                    .filter_map(|&w| {
+                        let m = self.saved.get(&(n.clone(), w))?;
+                        (self.kinds.get(w) == Some(&m.kind)).then(|| (w, m.samples.clone()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.names.insert(codelet, name);
+        found
+    }
+
+    /// Writes the file back with `book`'s samples of the named codelets.
+    pub fn save(&mut self, book: &ModelBook) {
+        let Some(Some((path, id))) = &self.file else {
+            return;
+        };
+        let mut saved = std::mem::take(&mut self.saved);
+        for (w, codelet) in book.keys() {
+            if let (Some(Some(name)), Some(kind)) = (self.names.get(&codelet), self.kinds.get(w)) {
+                let model = SavedModel {
+                    kind: kind.clone(),
+                    samples: book.samples_of(w, codelet),
+                };
+                saved.insert((name.clone(), w), model);
+            }
+        }
+        if let Err(e) = save(path, id, &saved) {
+            eprintln!(
+                "plb: warning: models file {} not written: {e}",
+                path.display()
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,7 +212,6 @@ mod tests {
         Identity {
             host: "h".into(),
             starpu: "1.3.10".into(),
-            workers: "cpu,cpu".into(),
         }
     }
 
@@ -107,7 +220,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("plb-model-file-{}", std::process::id()));
         let p = path(&dir, "h");
         let mut s = Saved::new();
-        s.insert(("k".into(), 1), vec![(2.0, 0.5)]);
+        s.insert(
+            ("k".into(), 1),
+            SavedModel {
+                kind: "cpu".into(),
+                samples: vec![(2.0, 0.5)],
+            },
+        );
         save(&p, &id(), &s).unwrap();
         assert_eq!(load(&p, &id()), s);
         // No temporary file is left behind.

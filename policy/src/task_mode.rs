@@ -34,6 +34,7 @@ use plb_core::taskmode::{Pop, SchedTask, Scheduler, Taken, TaskModeCounters};
 
 use crate::catalog::PolicyInfo;
 use crate::gauges::Gauges;
+use crate::model_file::Persisted;
 use crate::starpu::{
     Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us, relaxed_lock,
 };
@@ -117,11 +118,14 @@ struct Mailbox {
 #[repr(align(64))]
 struct PaddedFlag(AtomicBool);
 
-/// The scheduler, the fallback models, and the counters already added to
-/// the process-wide ones.
+/// The scheduler, the fallback models (with the models file they were
+/// seeded from and refits of seeded models still to run), and the counters
+/// already added to the process-wide ones.
 struct State {
     sched: Scheduler<Task>,
     book: ModelBook,
+    persisted: Persisted,
+    seeded: Vec<(RefitJob, FitConfig)>,
     published: TaskModeCounters,
 }
 
@@ -268,7 +272,8 @@ impl TaskModePolicy {
         let w = worker.index();
         let mut st = relaxed_lock(&self.state);
         let mut t0 = self.g.held.start();
-        let jobs = self.deliver(&mut st, w);
+        let mut jobs = self.deliver(&mut st, w);
+        jobs.append(&mut st.seeded);
         let mut popped = {
             let State { sched, book, .. } = &mut *st;
             sched.pop(w, now_s(), book)
@@ -317,6 +322,16 @@ impl TaskModePolicy {
     }
 }
 
+impl Drop for TaskModePolicy {
+    fn drop(&mut self) {
+        let st = match self.state.get_mut() {
+            Ok(st) => st,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        st.persisted.save(&st.book);
+    }
+}
+
 impl SchedPolicy for TaskModePolicy {
     fn new(_ctx: SchedCtx, info: &'static PolicyInfo) -> Self {
         let n = WorkerId::max_workers();
@@ -331,6 +346,8 @@ impl SchedPolicy for TaskModePolicy {
             state: Mutex::new(State {
                 sched: Scheduler::new(spec, tuning, n),
                 book: ModelBook::default(),
+                persisted: Persisted::default(),
+                seeded: Vec::new(),
                 published: TaskModeCounters::default(),
             }),
             mailboxes: (0..n).map(|_| Mutex::new(Mailbox::default())).collect(),
@@ -348,7 +365,14 @@ impl SchedPolicy for TaskModePolicy {
             .into_iter()
             .map(|(w, k)| (w.index(), k))
             .collect();
+        // The models file is read here, at the context's set-up (never
+        // under a push or pop).
+        let mut file = Persisted::default();
+        file.open();
         let mut st = relaxed_lock(&self.state);
+        if !st.persisted.is_open() {
+            st.persisted = file;
+        }
         st.sched.add_workers(&added);
         self.g
             .members
@@ -378,6 +402,21 @@ impl SchedPolicy for TaskModePolicy {
         let mut st = relaxed_lock(&self.state);
         let t0 = self.g.held.start();
         task.announce_pushed();
+        let codelet = task.codelet_key();
+        if !st.persisted.seen(codelet) {
+            // A codelet's first task: its saved samples seed the fallback
+            // models now; the fits run at the next pop, off this lock.
+            let workers = st.sched.workers().to_vec();
+            let found = st
+                .persisted
+                .first_sight(codelet, task.codelet_name(), &workers);
+            for (w, samples) in found {
+                if let Some(job) = st.book.seed_job(w, codelet, &samples) {
+                    let cfg = st.book.fit_config().clone();
+                    st.seeded.push((job, cfg));
+                }
+            }
+        }
         let is_idle = |w: usize| self.g.idle.is_idle(w);
         let State { sched, book, .. } = &mut *st;
         let mut wake = sched.push(task, now, book, &is_idle);

@@ -1,4 +1,4 @@
-//! End-to-end checks of the task-graph policies' persistent models
+//! End-to-end checks of the persistent models of our task-mode policies
 //! (`PLB_MODEL_DIR`) on StarPU's `cholesky_implicit` example (its codelets
 //! have performance-model symbols): the file is written, read back without
 //! a word, and a damaged or foreign file is reported in one warning line,
@@ -24,6 +24,17 @@ fn setup() -> Option<(PathBuf, PathBuf)> {
 }
 
 fn run(lib: &Path, prog: &Path, sched: &str, dir: &Path, home: &Path) -> Output {
+    run_with(lib, prog, sched, dir, home, &[])
+}
+
+fn run_with(
+    lib: &Path,
+    prog: &Path,
+    sched: &str,
+    dir: &Path,
+    home: &Path,
+    vars: &[(&str, &str)],
+) -> Output {
     let mut cmd = Command::new(prog);
     cmd.args(["-size", "960", "-nblocks", "4"])
         .env("LD_PRELOAD", lib)
@@ -41,6 +52,9 @@ fn run(lib: &Path, prog: &Path, sched: &str, dir: &Path, home: &Path) -> Output 
         }
     }
     cmd.env("PLB_MODEL_DIR", dir);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
     cmd.output().expect("spawn the example")
 }
 
@@ -108,6 +122,17 @@ fn models_persist_and_bad_files_are_ignored_with_one_warning() {
     let w = warnings(&o);
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(w[0].contains("another machine"), "{w:?}");
+    // Another worker set on the same machine is not foreign: no warning.
+    let o = run_with(
+        &lib,
+        &prog,
+        "plb-heft",
+        &dir,
+        &home,
+        &[("STARPU_NCPU", "1")],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(warnings(&o).is_empty(), "{:?}", warnings(&o));
     // No temporary file left behind.
     let names: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -115,6 +140,16 @@ fn models_persist_and_bad_files_are_ignored_with_one_warning() {
         .map(|e| e.file_name())
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
+    // The balancer policies keep their fallback placement's models too.
+    let dir2 = root.join("models-hac");
+    let o = run(&lib, &prog, "plb-hac", &dir2, &home);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(dir2.join("plb-model-test.models")).expect("written");
+    let samples = text.lines().filter(|l| l.starts_with("sample ")).count();
+    assert!(samples >= 4, "{samples} samples:\n{text}");
+    let o = run(&lib, &prog, "hdss", &dir2, &home);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(warnings(&o).is_empty(), "{:?}", warnings(&o));
     // Off: nothing written, not even in the default directory.
     let o = run(&lib, &prog, "plb-heft", Path::new("off"), &home);
     assert!(o.status.success());

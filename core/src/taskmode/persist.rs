@@ -15,11 +15,13 @@
 //! plb-models 1
 //! host attila
 //! starpu 1.4.10
-//! workers cuda,cuda,cuda,cpu,cpu
-//! sample <worker> <units> <seconds> <codelet>
+//! sample <worker> <kind> <units> <seconds> <codelet>
 //! ...
 //! end <number of sample lines>
 //! ```
+//!
+//! A sample is used again only by a worker of the same id *and kind* (a run
+//! with another worker set on the same machine keeps what still applies).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -33,20 +35,28 @@ pub const MAX_SAMPLES: usize = 32;
 /// Models (codelet, worker pairs) kept in one file.
 pub const MAX_MODELS: usize = 4096;
 
-/// The machine a file was measured on: host name, StarPU version and the
-/// kinds of its workers in order. A file whose identity differs is foreign.
+/// The machine a file was measured on: host name and StarPU version. A
+/// file whose identity differs is foreign.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
     /// Host name (`STARPU_HOSTNAME` where set, as StarPU does).
     pub host: String,
     /// StarPU's version (`1.4.10`).
     pub starpu: String,
-    /// Worker kinds by worker id, comma-separated (`cuda,cpu,cpu`).
-    pub workers: String,
 }
 
-/// Samples by (codelet name, worker id): (units, seconds), oldest first.
-pub type Saved = BTreeMap<(String, usize), Vec<(f64, f64)>>;
+/// One saved model: the kind of the worker it was measured on (`cpu`,
+/// `cuda`, `opencl`...) and its samples, (units, seconds), oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SavedModel {
+    /// The worker's kind.
+    pub kind: String,
+    /// The samples.
+    pub samples: Vec<(f64, f64)>,
+}
+
+/// Saved models by (codelet name, worker id).
+pub type Saved = BTreeMap<(String, usize), SavedModel>;
 
 /// Why a file was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +81,14 @@ fn clean(name: &str) -> bool {
     !name.is_empty() && !name.chars().any(char::is_control)
 }
 
+/// Whether a kind is one word.
+fn word(kind: &str) -> bool {
+    !kind.is_empty()
+        && kind
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
 /// The file's text for `saved` measured on `id` (models beyond
 /// [`MAX_MODELS`], samples beyond [`MAX_SAMPLES`] per model — the oldest —
 /// and unprintable names are left out).
@@ -79,14 +97,17 @@ pub fn render(id: &Identity, saved: &Saved) -> String {
     let _ = writeln!(out, "{MAGIC}");
     let _ = writeln!(out, "host {}", id.host);
     let _ = writeln!(out, "starpu {}", id.starpu);
-    let _ = writeln!(out, "workers {}", id.workers);
     let mut lines = 0usize;
-    for ((codelet, worker), samples) in saved.iter().filter(|((c, _), _)| clean(c)).take(MAX_MODELS)
+    for ((codelet, worker), model) in saved
+        .iter()
+        .filter(|((c, _), m)| clean(c) && word(&m.kind))
+        .take(MAX_MODELS)
     {
-        let skip = samples.len().saturating_sub(MAX_SAMPLES);
-        for &(units, secs) in &samples[skip..] {
+        let kind = &model.kind;
+        let skip = model.samples.len().saturating_sub(MAX_SAMPLES);
+        for &(units, secs) in &model.samples[skip..] {
             if units.is_finite() && units > 0.0 && secs.is_finite() && secs > 0.0 {
-                let _ = writeln!(out, "sample {worker} {units:e} {secs:e} {codelet}");
+                let _ = writeln!(out, "sample {worker} {kind} {units:e} {secs:e} {codelet}");
                 lines += 1;
             }
         }
@@ -115,13 +136,12 @@ pub fn parse(text: &str, expected: &Identity) -> Result<Saved, LoadError> {
     let found = Identity {
         host: field("host")?,
         starpu: field("starpu")?,
-        workers: field("workers")?,
     };
     let mut saved = Saved::new();
     let mut count = 0usize;
     let mut ended = false;
     for (i, line) in lines.enumerate() {
-        let n = i + 5;
+        let n = i + 4;
         if ended {
             return bad(format!("line {n}: text after the end line"));
         }
@@ -135,10 +155,14 @@ pub fn parse(text: &str, expected: &Identity) -> Result<Saved, LoadError> {
         let Some(rest) = line.strip_prefix("sample ") else {
             return bad(format!("line {n}: unexpected {line:?}"));
         };
-        let mut parts = rest.splitn(4, ' ');
-        let (Some(w), Some(u), Some(s), Some(codelet)) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
+        let mut parts = rest.splitn(5, ' ');
+        let (Some(w), Some(kind), Some(u), Some(s), Some(codelet)) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
             return bad(format!("line {n}: incomplete sample"));
         };
         let (Ok(worker), Ok(units), Ok(secs)) =
@@ -146,13 +170,27 @@ pub fn parse(text: &str, expected: &Identity) -> Result<Saved, LoadError> {
         else {
             return bad(format!("line {n}: unreadable numbers"));
         };
-        if !(units.is_finite() && units > 0.0 && secs.is_finite() && secs > 0.0 && clean(codelet)) {
+        if !(units.is_finite()
+            && units > 0.0
+            && secs.is_finite()
+            && secs > 0.0
+            && clean(codelet)
+            && word(kind))
+        {
             return bad(format!("line {n}: invalid sample"));
         }
         count += 1;
-        let model = saved.entry((codelet.to_string(), worker)).or_default();
-        if model.len() < MAX_SAMPLES {
-            model.push((units, secs));
+        let model = saved
+            .entry((codelet.to_string(), worker))
+            .or_insert_with(|| SavedModel {
+                kind: kind.to_string(),
+                samples: Vec::new(),
+            });
+        if model.kind != kind {
+            return bad(format!("line {n}: worker {worker} changes kind"));
+        }
+        if model.samples.len() < MAX_SAMPLES {
+            model.samples.push((units, secs));
         }
         if saved.len() > MAX_MODELS {
             return bad(format!("more than {MAX_MODELS} models"));
@@ -163,13 +201,8 @@ pub fn parse(text: &str, expected: &Identity) -> Result<Saved, LoadError> {
     }
     if found != *expected {
         return Err(LoadError::Foreign(format!(
-            "written on host {:?} with StarPU {} and workers [{}], this is host {:?} with StarPU {} and workers [{}]",
-            found.host,
-            found.starpu,
-            found.workers,
-            expected.host,
-            expected.starpu,
-            expected.workers
+            "written on host {:?} with StarPU {}, this is host {:?} with StarPU {}",
+            found.host, found.starpu, expected.host, expected.starpu
         )));
     }
     Ok(saved)
@@ -183,7 +216,13 @@ mod tests {
         Identity {
             host: "attila".into(),
             starpu: "1.4.10".into(),
-            workers: "cuda,cpu".into(),
+        }
+    }
+
+    fn model(kind: &str, samples: Vec<(f64, f64)>) -> SavedModel {
+        SavedModel {
+            kind: kind.into(),
+            samples,
         }
     }
 
@@ -191,11 +230,11 @@ mod tests {
         let mut s = Saved::new();
         s.insert(
             ("chol_model_22".into(), 0),
-            vec![(1e9, 0.0028), (1e9, 0.0029)],
+            model("cuda", vec![(1e9, 0.0028), (1e9, 0.0029)]),
         );
         s.insert(
             ("starpu_dgemm_gemm with spaces".into(), 1),
-            vec![(2.5e8, 0.084)],
+            model("cpu", vec![(2.5e8, 0.084)]),
         );
         s
     }
@@ -218,10 +257,6 @@ mod tests {
                 starpu: "1.3.10".into(),
                 ..id()
             },
-            Identity {
-                workers: "cpu,cpu".into(),
-                ..id()
-            },
         ] {
             assert!(matches!(parse(&text, &other), Err(LoadError::Foreign(_))));
         }
@@ -242,6 +277,9 @@ mod tests {
             text.replace("plb-models 1", "plb-models 2"),
             format!("{text}sample 0 1 1 extra\n"),
             text.replace("sample 1 ", "sampel 1 "),
+            text.replace("sample 0 cuda", "sample 0 cu/da"),
+            // Worker 0 measured as a CUDA and then a CPU worker.
+            text.replacen("sample 0 cuda 1e9 2.9e-3", "sample 0 cpu 1e9 2.9e-3", 1),
             String::from_utf8_lossy(&[0xff, 0xfe, 0x00]).into_owned(),
         ] {
             assert!(
@@ -256,12 +294,16 @@ mod tests {
         let mut s = Saved::new();
         s.insert(
             ("k".into(), 0),
-            (1..=100).map(|i| (f64::from(i), 1.0)).collect(),
+            model("cpu", (1..=100).map(|i| (f64::from(i), 1.0)).collect()),
         );
-        s.insert(("bad\nname".into(), 0), vec![(1.0, 1.0)]);
-        s.insert(("nan".into(), 0), vec![(f64::NAN, 1.0), (1.0, 0.0)]);
+        s.insert(("bad\nname".into(), 0), model("cpu", vec![(1.0, 1.0)]));
+        s.insert(("badkind".into(), 0), model("c p u", vec![(1.0, 1.0)]));
+        s.insert(
+            ("nan".into(), 0),
+            model("cpu", vec![(f64::NAN, 1.0), (1.0, 0.0)]),
+        );
         let back = parse(&render(&id(), &s), &id()).unwrap();
-        let k = &back[&("k".to_string(), 0)];
+        let k = &back[&("k".to_string(), 0)].samples;
         // The latest samples are kept.
         assert_eq!(k.len(), MAX_SAMPLES);
         assert_eq!(k.last(), Some(&(100.0, 1.0)));

@@ -244,24 +244,34 @@ impl ModelBook {
     /// them once (the same outlier screening as live samples). A model that
     /// already has samples is left alone; invalid samples are ignored.
     pub fn seed(&mut self, worker: usize, codelet: usize, samples: &[(f64, f64)]) {
+        if let Some(job) = self.seed_job(worker, codelet, samples) {
+            let fitted = job.run(&self.fit);
+            self.install(fitted);
+        }
+    }
+
+    /// [`ModelBook::seed`] without the fit: records the samples (the model
+    /// predicts from its best observed throughput at once) and returns the
+    /// fit to run, wherever the caller likes, then [`ModelBook::install`].
+    pub fn seed_job(
+        &mut self,
+        worker: usize,
+        codelet: usize,
+        samples: &[(f64, f64)],
+    ) -> Option<RefitJob> {
         let key = (worker, codelet);
         let m = self.models.entry(key).or_default();
         if m.samples > 0 {
-            return;
+            return None;
         }
         for &(units, secs) in samples {
             let _ = m.record(key, units, secs);
         }
-        if m.samples == 0 {
-            return;
-        }
-        let job = RefitJob {
+        (m.samples > 0).then(|| RefitJob {
             key,
             store: m.store.clone(),
             samples: m.samples,
-        };
-        let fitted = job.run(&self.fit);
-        self.install(fitted);
+        })
     }
 
     /// Fits performed so far over every model.
