@@ -9,6 +9,7 @@
 //! guarantees them, whatever the machine's load.
 
 mod cprog;
+mod example;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -19,24 +20,7 @@ const LATENCY_MS: u64 = 20;
 
 /// The preloadable library and the example program, or why not.
 fn setup() -> Option<(PathBuf, PathBuf)> {
-    let exe = std::env::current_exe().ok()?;
-    // target/<profile>/deps/emulate-<hash> -> target/<profile>/libstarpu_plb.so
-    let lib = exe.parent()?.parent()?.join("libstarpu_plb.so");
-    // The examples of the StarPU this test was built for (Debian's 1.3 in
-    // /usr/lib/<triplet>/starpu/examples, a 1.4 build's under its prefix).
-    let prog = Path::new(starpu_sys::STARPU_LIBDIR).join("starpu/examples/tasks_overhead");
-    if !lib.is_file() {
-        eprintln!(
-            "skipped: {} not found (run `cargo build --release` first)",
-            lib.display()
-        );
-        return None;
-    }
-    if !prog.is_file() {
-        eprintln!("skipped: {} not found (starpu-examples)", prog.display());
-        return None;
-    }
-    Some((lib, prog))
+    example::library_and_example("tasks_overhead")
 }
 
 fn run(lib: &Path, prog: &Path, sched: &str, emulate: Option<&str>) -> (Output, Duration) {

@@ -5,22 +5,13 @@
 //! ignored and rewritten. Skipped with a message when the library or the
 //! example is absent.
 
+mod example;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn setup() -> Option<(PathBuf, PathBuf)> {
-    let exe = std::env::current_exe().ok()?;
-    let lib = exe.parent()?.parent()?.join("libstarpu_plb.so");
-    let prog = Path::new(starpu_sys::STARPU_LIBDIR).join("starpu/examples/cholesky_implicit");
-    if !lib.is_file() || !prog.is_file() {
-        eprintln!(
-            "skipped: {} or {} not found (cargo build --release; starpu-examples)",
-            lib.display(),
-            prog.display()
-        );
-        return None;
-    }
-    Some((lib, prog))
+    example::library_and_example("cholesky_implicit")
 }
 
 fn run(lib: &Path, prog: &Path, sched: &str, dir: &Path, home: &Path) -> Output {

@@ -3,25 +3,15 @@
 //! under the preloaded `libstarpu_plb.so`; skipped with a message when the
 //! library or the examples are absent).
 
+mod example;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const NTASKS: u64 = 60;
 
 fn setup() -> Option<(PathBuf, PathBuf)> {
-    let exe = std::env::current_exe().ok()?;
-    let lib = exe.parent()?.parent()?.join("libstarpu_plb.so");
-    // The examples of the StarPU this test was built for.
-    let prog = Path::new(starpu_sys::STARPU_LIBDIR).join("starpu/examples/tasks_overhead");
-    if !lib.is_file() || !prog.is_file() {
-        eprintln!(
-            "skipped: {} or {} not found (cargo build --release; starpu-examples)",
-            lib.display(),
-            prog.display()
-        );
-        return None;
-    }
-    Some((lib, prog))
+    example::library_and_example("tasks_overhead")
 }
 
 fn run(lib: &Path, prog: &Path, sched: &str, vars: &[(&str, &str)]) -> Output {
