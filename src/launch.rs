@@ -92,6 +92,17 @@ impl PolicySelection {
     }
 }
 
+/// Removes from `cmd`'s environment every inherited `STARPU_*` and `PLB_*`
+/// variable and `LD_PRELOAD`, so that only what the caller sets applies.
+pub fn clear_starpu_settings(cmd: &mut Command) {
+    for (name, _) in std::env::vars_os() {
+        let n = name.to_string_lossy();
+        if n.starts_with("STARPU_") || n.starts_with("PLB_") || n == "LD_PRELOAD" {
+            cmd.env_remove(&name);
+        }
+    }
+}
+
 /// Checks that StarPU (with this library loaded) knows policy `name`.
 pub fn check_policy_name(name: &str) -> Result<(), String> {
     let known = starpu_plb::starpu::known_policies();

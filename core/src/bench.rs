@@ -201,7 +201,9 @@ pub struct BenchRow {
     pub max_share_diff: f64,
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// The median of `v` (sorted in place; the mean of the two middle values
+/// for an even count; NaN when empty).
+pub fn median(v: &mut [f64]) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }

@@ -22,6 +22,16 @@ pub enum PolicyKind {
     Dag(&'static DagEntry),
 }
 
+impl PolicyKind {
+    /// The `STARPU_SCHED` name and the one-line summary.
+    fn name_and_summary(self) -> (&'static str, &'static str) {
+        match self {
+            PolicyKind::Balancer(e) => (e.name, e.summary),
+            PolicyKind::Dag(e) => (e.name, e.summary),
+        }
+    }
+}
+
 /// One registered scheduling policy.
 #[derive(Debug, Clone, Copy)]
 pub struct PolicyInfo {
@@ -36,18 +46,12 @@ pub struct PolicyInfo {
 impl PolicyInfo {
     /// The policy name as a Rust string.
     pub fn name(&self) -> &'static str {
-        match self.kind {
-            PolicyKind::Balancer(e) => e.name,
-            PolicyKind::Dag(e) => e.name,
-        }
+        self.kind.name_and_summary().0
     }
 
     /// The description as a Rust string.
     pub fn description(&self) -> &'static str {
-        match self.kind {
-            PolicyKind::Balancer(e) => e.summary,
-            PolicyKind::Dag(e) => e.summary,
-        }
+        self.kind.name_and_summary().1
     }
 
     /// Whether task mode runs the central FIFO ([`crate::central_queue`]) rather
@@ -81,10 +85,7 @@ pub fn policies() -> &'static [PolicyInfo] {
         balancers
             .chain(graphs)
             .map(|kind| {
-                let (name, summary) = match kind {
-                    PolicyKind::Balancer(e) => (e.name, e.summary),
-                    PolicyKind::Dag(e) => (e.name, e.summary),
-                };
+                let (name, summary) = kind.name_and_summary();
                 PolicyInfo {
                     c_name: leak_c(name),
                     c_description: leak_c(summary),

@@ -37,6 +37,7 @@
 //! queries (ready data at pop, a task's implementation).
 
 use std::collections::{HashSet, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
@@ -592,7 +593,21 @@ impl SchedPolicy for DagPolicy {
             };
             self.g.held.stop(t0);
             drop(st);
-            let (decisions, stranded) = self.g.work.time(|| self.decide(batch));
+            // A panic while placing must not leave `activating` set (no
+            // batch would ever be placed again): the batch's tasks, dropped
+            // by the unwinding, are rescued onto capable workers (`Task`'s
+            // `Drop`), and the activation ends normally below.
+            let placed = self
+                .g
+                .work
+                .time(|| catch_unwind(AssertUnwindSafe(|| self.decide(batch))));
+            let (decisions, stranded) = placed.unwrap_or_else(|_| {
+                log::error!(
+                    "{}: placing a batch panicked; its tasks went to capable workers directly",
+                    self.name
+                );
+                (Vec::new(), Vec::new())
+            });
             st = relaxed_lock(&self.state);
             t0 = self.g.held.start();
             wake.extend(self.install(&mut st, decisions, stranded));
@@ -647,11 +662,12 @@ impl SchedPolicy for DagPolicy {
         if codelet == 0 {
             return Vec::new();
         }
-        let job = relaxed_lock(&self.models)
-            .book
-            .record(w, codelet, units, secs);
-        if let Some(job) = job {
-            let cfg = relaxed_lock(&self.models).book.fit_config().clone();
+        let due = {
+            let mut models = relaxed_lock(&self.models);
+            let job = models.book.record(w, codelet, units, secs);
+            job.map(|j| (j, models.book.fit_config().clone()))
+        };
+        if let Some((job, cfg)) = due {
             let fitted = self.g.work.time(|| job.run(&cfg));
             relaxed_lock(&self.models).book.install(fitted);
         }

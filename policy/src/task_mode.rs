@@ -365,12 +365,17 @@ impl SchedPolicy for TaskModePolicy {
             .into_iter()
             .map(|(w, k)| (w.index(), k))
             .collect();
-        // The models file is read here, at the context's set-up (never
-        // under a push or pop).
-        let mut file = Persisted::default();
-        file.open();
+        // The models file is read once, at the context's set-up, outside
+        // the lock (never under a push or pop).
+        let file = (!relaxed_lock(&self.state).persisted.is_open()).then(|| {
+            let mut file = Persisted::default();
+            file.open();
+            file
+        });
         let mut st = relaxed_lock(&self.state);
-        if !st.persisted.is_open() {
+        if let Some(file) = file
+            && !st.persisted.is_open()
+        {
             st.persisted = file;
         }
         st.sched.add_workers(&added);

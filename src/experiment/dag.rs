@@ -30,7 +30,8 @@ use clap::Args;
 
 use super::{examples_dir, gnuplot, write};
 use crate::cli::positive;
-use crate::launch::find_library;
+use crate::launch::{clear_starpu_settings, find_library};
+use plb_core::bench::median;
 use starpu_plb::catalog;
 
 /// The emulation of the `emulated` configuration.
@@ -147,12 +148,7 @@ fn run_once(
 ) -> Result<Output, String> {
     let mut cmd = Process::new(prog);
     cmd.args(args).stdin(Stdio::null());
-    for (name, _) in std::env::vars_os() {
-        let n = name.to_string_lossy();
-        if n.starts_with("STARPU_") || n.starts_with("PLB_") || n == "LD_PRELOAD" {
-            cmd.env_remove(&name);
-        }
-    }
+    clear_starpu_settings(&mut cmd);
     cmd.env("STARPU_HOME", home)
         .env("STARPU_SILENT", "1")
         .env("STARPU_SCHED", policy);
@@ -209,18 +205,6 @@ fn run_once(
         bound_ms,
         stderr,
     })
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
 }
 
 /// Runs the experiment; returns the files written.

@@ -409,14 +409,9 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
 /// use the sampled, i.e. calibrated, models; ours have a learning run).
 /// Skipped, with a note, when the SimGrid build is missing.
 fn simgrid_dag(opts: &Options, written: &mut Vec<PathBuf>) -> Result<(), String> {
-    let cache = std::env::var_os("PLB_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/plb")))
-        .unwrap_or_else(|| PathBuf::from(".cache/plb"));
-    let examples = cache.join("starpu-1.4.10/simgrid/lib/starpu/examples/cholesky_implicit");
-    let library = std::env::var_os("PLB_SIMGRID_LIB")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target/starpu14-simgrid/release/libstarpu_plb.so"));
+    let examples =
+        crate::simgrid::run::default_prefix().join("lib/starpu/examples/cholesky_implicit");
+    let library = crate::simgrid::run::simgrid_library();
     if !examples.is_file() || !library.is_file() {
         println!(
             "\nSIMULATED task graph (StarPU-SimGrid): skipped, no SimGrid build ({} or {} missing; \

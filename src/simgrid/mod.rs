@@ -404,14 +404,7 @@ impl Command {
     fn setup(&self, machines: &[Machine]) -> Result<Setup, Failure> {
         let how = "build them with `bash scripts/starpu14.sh simgrid`, then our library with \
                    `bash scripts/simgrid.sh --build-only`";
-        let cache = std::env::var_os("PLB_CACHE")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/plb")))
-            .unwrap_or_else(|| PathBuf::from(".cache/plb"));
-        let prefix = self
-            .prefix
-            .clone()
-            .unwrap_or_else(|| cache.join("starpu-1.4.10/simgrid"));
+        let prefix = self.prefix.clone().unwrap_or_else(run::default_prefix);
         let examples = prefix.join("lib/starpu/examples");
         if !examples.join("cholesky_implicit").is_file() {
             return Err(Failure::setup(format!(
@@ -441,11 +434,7 @@ impl Command {
                 )));
             }
         }
-        let library = self
-            .library
-            .clone()
-            .or_else(|| std::env::var_os("PLB_SIMGRID_LIB").map(PathBuf::from))
-            .unwrap_or_else(run::default_library);
+        let library = self.library.clone().unwrap_or_else(run::simgrid_library);
         if !library.is_file() {
             return Err(Failure::setup(format!(
                 "our library built against the SimGrid prefix is missing ({}): {how}",

@@ -304,12 +304,7 @@ impl Default for Outcome {
 /// or PLB setting (nor preload), `home` as `STARPU_HOME`, the samples, the
 /// machine's restrictions.
 pub fn simulated_machine(cmd: &mut Command, setup: &Setup, machine: &Machine, home: &Path) {
-    for (name, _) in std::env::vars_os() {
-        let n = name.to_string_lossy();
-        if n.starts_with("STARPU_") || n.starts_with("PLB_") || n == "LD_PRELOAD" {
-            cmd.env_remove(&name);
-        }
-    }
+    crate::launch::clear_starpu_settings(cmd);
     cmd.env("STARPU_HOME", home)
         .env("STARPU_HOSTNAME", &machine.name)
         .env("STARPU_PERF_MODEL_DIR", &setup.samples)
@@ -485,6 +480,24 @@ fn simgrid_target() -> PathBuf {
         .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
         .unwrap_or_else(|| Path::new("target").to_path_buf())
         .join("starpu14-simgrid")
+}
+
+/// StarPU's SimGrid build: `$PLB_CACHE/starpu-1.4.10/simgrid`, `PLB_CACHE`
+/// defaulting to `~/.cache/plb` (where `scripts/starpu14.sh` builds it).
+pub fn default_prefix() -> PathBuf {
+    std::env::var_os("PLB_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/plb")))
+        .unwrap_or_else(|| PathBuf::from(".cache/plb"))
+        .join("starpu-1.4.10/simgrid")
+}
+
+/// Our library built against the SimGrid prefix: `$PLB_SIMGRID_LIB` when
+/// set, else next to `plb`'s target directory.
+pub fn simgrid_library() -> PathBuf {
+    std::env::var_os("PLB_SIMGRID_LIB")
+        .map(PathBuf::from)
+        .unwrap_or_else(default_library)
 }
 
 /// Our library built against the SimGrid prefix.

@@ -87,6 +87,9 @@ struct Problem<'a> {
     by_speedup: Vec<usize>,
     /// Tasks with an affinity, by decreasing bytes, with their node.
     by_affinity: Vec<(usize, usize)>,
+    /// Each task's cheapest cost on a CPU (`[0]`) and on an accelerator
+    /// (`[1]`), the same for every guess.
+    cheapest: [Vec<Option<f64>>; 2],
 }
 
 impl<'a> Problem<'a> {
@@ -128,8 +131,21 @@ impl<'a> Problem<'a> {
             let bytes = |v: Option<super::Affinity>| v.map_or(0.0, |a| a.bytes);
             bytes(y).total_cmp(&bytes(x))
         });
+        let cheapest_in = |accelerator: bool| -> Vec<Option<f64>> {
+            cost.iter()
+                .map(|c| {
+                    c.iter()
+                        .zip(workers)
+                        .filter(|(_, w)| w.is_accelerator() == accelerator)
+                        .filter_map(|(c, _)| *c)
+                        .min_by(f64::total_cmp)
+                })
+                .collect()
+        };
+        let cheapest = [cheapest_in(false), cheapest_in(true)];
         Problem {
             workers,
+            cheapest,
             base: {
                 // Queues are priority-ordered: the batch waits for the
                 // running work and what is queued at or above its most
@@ -181,14 +197,10 @@ impl<'a> Problem<'a> {
         longest.max(area / self.workers.len().max(1) as f64)
     }
 
-    /// The cheapest worker of a class for task `i` within `limit`.
+    /// Task `i`'s cheapest cost on a worker of a class, if within `limit`
+    /// (the cheapest is within it exactly when some worker's cost is).
     fn best_in(&self, i: usize, accelerator: bool, limit: f64) -> Option<f64> {
-        self.cost[i]
-            .iter()
-            .zip(self.workers)
-            .filter(|(_, w)| w.is_accelerator() == accelerator)
-            .filter_map(|(c, _)| c.filter(|&c| c <= limit))
-            .min_by(f64::total_cmp)
+        self.cheapest[usize::from(accelerator)][i].filter(|&c| c <= limit)
     }
 
     /// One try of guess `lambda`: the schedule, or `None` when rejected.

@@ -97,18 +97,7 @@ impl Task {
     /// bus is not calibrated or the prediction is unusable. A *prediction*:
     /// StarPU does not report the time its transfers took per task.
     pub fn expected_transfer_s(&self, worker: WorkerId) -> Option<f64> {
-        // SAFETY: live task; the wrapper returns 0 without a codelet.
-        if unsafe { sys::plb_task_get_nbuffers(self.raw.as_ptr()) } == 0 {
-            // No data, nothing to move.
-            return Some(0.0);
-        }
-        // SAFETY: the token owns a live task; both calls only read StarPU's
-        // data and bus state and never call back into the policy.
-        let us = unsafe {
-            let node = sys::starpu_worker_get_memory_node(worker.0);
-            sys::starpu_task_expected_data_transfer_time(node, self.raw.as_ptr())
-        };
-        (us.is_finite() && us >= 0.0).then_some(us / 1e6)
+        self.expected_transfer_to_node_s(worker.memory_node())
     }
 
     /// Bytes of the data the task writes (`W` or `RW` handles) that have a
@@ -192,9 +181,11 @@ impl Task {
     pub fn expected_transfer_to_node_s(&self, node: usize) -> Option<f64> {
         // SAFETY: live task; the wrapper returns 0 without a codelet.
         if unsafe { sys::plb_task_get_nbuffers(self.raw.as_ptr()) } == 0 {
+            // No data, nothing to move.
             return Some(0.0);
         }
-        // SAFETY: as in `expected_transfer_s`.
+        // SAFETY: the token owns a live task; the call only reads StarPU's
+        // data and bus state and never calls back into the policy.
         let us =
             unsafe { sys::starpu_task_expected_data_transfer_time(node as u32, self.raw.as_ptr()) };
         (us.is_finite() && us >= 0.0).then_some(us / 1e6)
