@@ -50,7 +50,8 @@ use crate::catalog::PolicyInfo;
 use crate::gauges::Gauges;
 use crate::model_file::Persisted;
 use crate::starpu::{
-    Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us, relaxed_lock,
+    Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us, prefetch_useful,
+    relaxed_lock,
 };
 use crate::stats::ModelFigures;
 
@@ -342,8 +343,10 @@ impl DagPolicy {
                 est_s: est,
             });
         }
-        for d in &decisions {
-            d.placed.task.prefetch_for(members[d.member].id);
+        if prefetch_useful() {
+            for d in &decisions {
+                d.placed.task.prefetch_for(members[d.member].id);
+            }
         }
         // Decisions refer to the batch's members; the lines index workers
         // by id (the steal rule reads the thief's entries).

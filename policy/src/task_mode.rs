@@ -36,7 +36,8 @@ use crate::catalog::PolicyInfo;
 use crate::gauges::Gauges;
 use crate::model_file::Persisted;
 use crate::starpu::{
-    Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us, relaxed_lock,
+    Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us, prefetch_useful,
+    relaxed_lock,
 };
 use crate::stats::ModelFigures;
 
@@ -379,6 +380,7 @@ impl SchedPolicy for TaskModePolicy {
             st.persisted = file;
         }
         st.sched.add_workers(&added);
+        st.sched.set_reserving(prefetch_useful());
         self.g
             .members
             .store(st.sched.workers().len(), Ordering::Release);
@@ -405,7 +407,7 @@ impl SchedPolicy for TaskModePolicy {
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
         let now = now_s();
         let mut st = relaxed_lock(&self.state);
-        let t0 = self.g.held.start();
+        let mut t0 = self.g.held.start();
         task.announce_pushed();
         let codelet = task.codelet_key();
         if !st.persisted.seen(codelet) {
@@ -425,6 +427,20 @@ impl SchedPolicy for TaskModePolicy {
         let is_idle = |w: usize| self.g.idle.is_idle(w);
         let State { sched, book, .. } = &mut *st;
         let mut wake = sched.push(task, now, book, &is_idle);
+        let placed = st.sched.take_reserved();
+        if !placed.is_empty() {
+            // As dmda: the placements are booked; their input is prefetched
+            // to the chosen workers' memory without our lock (the tasks are
+            // in no queue, so nobody can pop them meanwhile), then queued.
+            self.g.held.stop(t0);
+            drop(st);
+            for r in &placed {
+                r.task().prefetch_for(WorkerId(r.worker() as u32));
+            }
+            st = relaxed_lock(&self.state);
+            t0 = self.g.held.start();
+            st.sched.commit(placed);
+        }
         wake.extend(self.notify(&mut st.sched).iter().map(|w| w.index()));
         wake.sort_unstable();
         wake.dedup();

@@ -140,12 +140,34 @@ impl<T: SchedTask> Queue<T> {
     /// `dmdas`).
     fn push(&mut self, q: Queued<T>) {
         self.backlog_s += q.est_s;
+        self.insert(q);
+    }
+
+    /// Queues `q` whose prediction `backlog_s` already counts (a
+    /// [`Reserved`] placement).
+    fn insert(&mut self, q: Queued<T>) {
         let at = self
             .items
             .iter()
             .rposition(|x| x.priority >= q.priority)
             .map_or(0, |i| i + 1);
         self.items.insert(at, q);
+    }
+
+    /// Predicted seconds of queued work a task of `priority` would wait
+    /// for: the tasks of higher or equal priority (as `dmdas`' expected
+    /// length per priority). The queue is sorted by priority, so this is
+    /// the whole backlog (O(1)) unless the task would jump ahead of some.
+    fn backlog_ahead_of(&self, priority: i32) -> f64 {
+        match self.items.back() {
+            Some(last) if last.priority < priority => self
+                .items
+                .iter()
+                .take_while(|x| x.priority >= priority)
+                .map(|x| x.est_s)
+                .sum(),
+            _ => self.backlog_s,
+        }
     }
 
     /// Removes the oldest task `worker` can run, with its implementation.
@@ -229,6 +251,26 @@ pub struct Taken<T> {
     pub est_s: f64,
 }
 
+/// A task [`Scheduler::push`] placed on a worker but did not queue yet (see
+/// [`Scheduler::set_reserving`]): its predicted time already counts in the
+/// worker's backlog; the caller prefetches its input to the worker's memory
+/// without its lock, then queues it with [`Scheduler::commit`].
+pub struct Reserved<T> {
+    worker: usize,
+    item: Queued<T>,
+}
+
+impl<T> Reserved<T> {
+    /// The worker whose queue it goes to.
+    pub fn worker(&self) -> usize {
+        self.worker
+    }
+    /// The task (still held by the caller: nobody can pop it).
+    pub fn task(&self) -> &T {
+        &self.item.task
+    }
+}
+
 /// A consult of an epoch's balancer, to run without the caller's lock
 /// ([`EpochConsult::run`]) and hand back with [`Scheduler::resume`].
 pub struct EpochConsult {
@@ -283,6 +325,12 @@ pub struct Scheduler<T> {
     /// Workers that may find work after the last call (see
     /// [`Scheduler::take_notified`]).
     notify: Vec<usize>,
+    /// Whether pushes hold their placements back ([`Reserved`]).
+    reserving: bool,
+    /// Set while a push runs with `reserving`: placements go to `reserved`.
+    in_push: bool,
+    /// Placements of the last push not yet taken by the caller.
+    reserved: Vec<Reserved<T>>,
 }
 
 impl<T: SchedTask> Scheduler<T> {
@@ -304,6 +352,46 @@ impl<T: SchedTask> Scheduler<T> {
             rotate: 0,
             counters: TaskModeCounters::default(),
             notify: Vec::new(),
+            reserving: false,
+            in_push: false,
+            reserved: Vec::new(),
+        }
+    }
+
+    /// Makes [`Scheduler::push`] hold back the placements it makes (the
+    /// pushed task's, a staged batch's it flushes) instead of queueing
+    /// them: the caller takes them ([`Scheduler::take_reserved`]),
+    /// prefetches each task's input to its worker's memory without its
+    /// lock — the task cannot be popped meanwhile — and queues them with
+    /// [`Scheduler::commit`] (as `dmda`: book the prediction, prefetch,
+    /// then queue). Placements outside a push are queued at once.
+    pub fn set_reserving(&mut self, on: bool) {
+        self.reserving = on;
+    }
+
+    /// The placements the last push held back (empty unless reserving).
+    pub fn take_reserved(&mut self) -> Vec<Reserved<T>> {
+        std::mem::take(&mut self.reserved)
+    }
+
+    /// Queues placements taken with [`Scheduler::take_reserved`]; their
+    /// workers are notified.
+    pub fn commit(&mut self, placements: Vec<Reserved<T>>) {
+        for r in placements {
+            match self.queues.get_mut(r.worker) {
+                Some(q) => q.insert(r.item),
+                None => self.unplaced.push(r.item),
+            }
+            self.notify.push(r.worker);
+        }
+    }
+
+    /// Queues what a previous push held back and the caller did not take
+    /// (a caller that does not prefetch loses nothing).
+    fn commit_leftovers(&mut self) {
+        if !self.reserved.is_empty() {
+            let left = std::mem::take(&mut self.reserved);
+            self.commit(left);
         }
     }
 
@@ -356,6 +444,7 @@ impl<T: SchedTask> Scheduler<T> {
     /// (placed on the remaining workers); every remaining worker is
     /// notified (it may steal what the removed ones left queued).
     pub fn remove_workers(&mut self, workers: &[usize], book: &ModelBook) {
+        self.commit_leftovers();
         log::debug!(
             "{}: workers {workers:?} removed ({} held)",
             self.spec.label(),
@@ -383,7 +472,7 @@ impl<T: SchedTask> Scheduler<T> {
             .map(|&w| {
                 let q = self.queues.get(w);
                 Candidate {
-                    backlog_s: q.map_or(0.0, |q| q.backlog_s),
+                    backlog_s: q.map_or(0.0, |q| q.backlog_ahead_of(item.priority)),
                     queued: q.map_or(0, |q| q.items.len()),
                     // Compute from the fitted model plus the predicted
                     // transfer to the worker's memory.
@@ -399,8 +488,12 @@ impl<T: SchedTask> Scheduler<T> {
             .and_then(|w| book.get(w, item.codelet))
             .and_then(|m| m.predict(item.units))
             .unwrap_or(0.0);
-        match chosen.and_then(|w| self.queues.get_mut(w)) {
-            Some(q) => q.push(item),
+        match chosen.and_then(|w| self.queues.get_mut(w).map(|q| (w, q))) {
+            Some((worker, q)) if self.in_push => {
+                q.backlog_s += item.est_s;
+                self.reserved.push(Reserved { worker, item });
+            }
+            Some((_, q)) => q.push(item),
             None => self.unplaced.push(item),
         }
         chosen
@@ -728,6 +821,7 @@ impl<T: SchedTask> Scheduler<T> {
 
     /// Worker `worker` asks for a task at `now`.
     pub fn pop(&mut self, worker: usize, now: f64, book: &ModelBook) -> Pop<T> {
+        self.commit_leftovers();
         match self.take(worker, now, book) {
             Some(Pop::Task(t)) => {
                 self.total = self.total.saturating_sub(1);
@@ -790,6 +884,20 @@ impl<T: SchedTask> Scheduler<T> {
     /// Returns the idle workers to wake (the chosen worker if idle, else one
     /// idle worker able to run it; the idle workers of an epoch formed).
     pub fn push(
+        &mut self,
+        task: T,
+        now: f64,
+        book: &ModelBook,
+        is_idle: &dyn Fn(usize) -> bool,
+    ) -> Vec<usize> {
+        self.commit_leftovers();
+        self.in_push = self.reserving;
+        let wake = self.push_placing(task, now, book, is_idle);
+        self.in_push = false;
+        wake
+    }
+
+    fn push_placing(
         &mut self,
         task: T,
         now: f64,
@@ -895,6 +1003,7 @@ impl<T: SchedTask> Scheduler<T> {
 
     /// Takes every task held (at deinit; normally none).
     pub fn drain(&mut self) -> Vec<T> {
+        self.commit_leftovers();
         self.total = 0;
         let mut out: Vec<T> = Vec::new();
         for r in self.epochs.drain(..) {

@@ -344,3 +344,84 @@ fn an_idle_worker_steals_only_what_it_would_finish_first() {
     }
     assert_eq!(fast, [0, 1, 2]);
 }
+
+/// Reserving pushes (the adapter prefetches between placement and
+/// queueing): the placed task is invisible to pops until committed, its
+/// prediction already counts in the worker's backlog, and what the caller
+/// never takes is queued by the next call.
+#[test]
+fn reserved_placements_book_the_backlog_and_queue_on_commit() {
+    let mut book = ModelBook::default();
+    for _ in 0..4 {
+        book.record_now(0, 0, 10.0, 1.0);
+        book.record_now(1, 0, 10.0, 1.5);
+    }
+    let mut s = sched("plb-hac", 2);
+    s.set_reserving(true);
+    // No codelet: placed at push by the fallback rule.
+    s.push(task(0, 0), 0.0, &book, NEVER_IDLE);
+    let first = s.take_reserved();
+    assert_eq!(first.len(), 1);
+    assert_eq!((first[0].worker(), first[0].task().id), (0, 0));
+    assert_eq!(s.held(), 1, "a reserved task is still held");
+    // Worker 0's booked 1 s makes worker 1 (1.5 s) finish the next one first.
+    s.push(task(1, 0), 0.0, &book, NEVER_IDLE);
+    let second = s.take_reserved();
+    assert_eq!(second[0].worker(), 1);
+    // Not poppable before its commit.
+    assert!(s.pop_now(1, 0.0, &book).is_none());
+    s.commit(second);
+    assert_eq!(s.take_notified(), vec![1]);
+    assert_eq!(s.pop_now(1, 0.0, &book).map(|t| t.task.id), Some(1));
+    s.commit(first);
+    // A push whose reservation the caller leaves is queued by the next pop.
+    s.push(task(2, 0), 0.0, &book, NEVER_IDLE);
+    let mut ran: Vec<usize> = std::iter::from_fn(|| s.pop_now(0, 0.0, &book))
+        .map(|t| t.task.id)
+        .collect();
+    ran.sort_unstable();
+    assert_eq!(ran, vec![0, 2]);
+    assert_eq!(s.held(), 0);
+}
+
+/// Without reserving, pushes queue at once (the adapter's default when
+/// StarPU has one memory node or prefetching is off).
+#[test]
+fn pushes_queue_at_once_unless_reserving() {
+    let book = ModelBook::default();
+    let mut s = sched("plb-hac", 1);
+    s.push(task(0, 0), 0.0, &book, NEVER_IDLE);
+    assert!(s.take_reserved().is_empty());
+    assert_eq!(s.pop_now(0, 0.0, &book).map(|t| t.task.id), Some(0));
+}
+
+/// A high-priority task waits only for the queued work of its priority or
+/// higher (as `dmdas`' per-priority expected length).
+#[test]
+fn placement_counts_only_the_backlog_ahead_of_the_tasks_priority() {
+    let mut book = ModelBook::default();
+    for _ in 0..4 {
+        book.record_now(0, 0, 10.0, 1.0);
+        book.record_now(1, 0, 10.0, 3.0);
+    }
+    let mut s = sched("plb-hac", 2);
+    // Four low-priority tasks only worker 0 can run: 4 s queued there,
+    // worker 1 empty.
+    for i in 0..4 {
+        let low = Fake {
+            mask: 0b01,
+            ..task(i, 0)
+        };
+        s.push(low, 0.0, &book, NEVER_IDLE);
+    }
+    // The urgent task finishes at 1 s on worker 0 (ahead of the queue)
+    // against 3 s on worker 1; counting the whole backlog would say 5 s.
+    let urgent = Fake {
+        priority: 5,
+        ..task(9, 0)
+    };
+    s.push(urgent, 0.0, &book, NEVER_IDLE);
+    assert!(s.pop_now(1, 0.0, &book).is_none(), "nothing for worker 1");
+    let first = s.pop_now(0, 0.0, &book).expect("a task");
+    assert_eq!(first.task.id, 9);
+}

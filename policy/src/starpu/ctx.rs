@@ -146,6 +146,14 @@ pub(crate) fn wake_worker(worker: WorkerId) {
     unsafe { sys::starpu_wake_worker_relax_light(worker.0 as i32) };
 }
 
+/// Whether prefetching a placed task's input is worth doing: StarPU's
+/// prefetching is on (`STARPU_PREFETCH`, default on) and there is more than
+/// one memory node (with one, every copy is already in place).
+pub fn prefetch_useful() -> bool {
+    // SAFETY: plain queries of StarPU's configuration after init.
+    unsafe { sys::starpu_get_prefetch_flag() != 0 && sys::starpu_memory_nodes_get_count() > 1 }
+}
+
 /// Whether StarPU's drivers put a worker to sleep after an empty pop (only a
 /// wake-up brings it back: SimGrid builds, `--enable-blocking-drivers`),
 /// rather than polling (Debian's 1.3). Policies then mark every worker

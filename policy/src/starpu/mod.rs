@@ -24,7 +24,8 @@ mod registry;
 mod task;
 
 pub use ctx::{
-    Membership, SchedCtx, WorkerId, drivers_block, now_us, relaxed_lock, starpu_version,
+    Membership, SchedCtx, WorkerId, drivers_block, now_us, prefetch_useful, relaxed_lock,
+    starpu_version,
 };
 pub use divisible_ffi::{all_worker_ids, kinds_of, worker_kinds};
 pub use emulate_codelets::{ENV as EMULATE_ENV, emulate_after};
