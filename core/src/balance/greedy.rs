@@ -9,6 +9,7 @@ use super::{Balancer, Completion, Decision, PuId, WorkPool};
 pub struct Greedy {
     pool: WorkPool,
     block: u64,
+    name: &'static str,
 }
 
 impl Greedy {
@@ -17,13 +18,23 @@ impl Greedy {
         Greedy {
             pool: WorkPool::new(total),
             block: block.max(1),
+            name: "greedy",
+        }
+    }
+
+    /// The same rule under another name (`dynamic`: EngineCL's Dynamic is
+    /// equal packages to whichever PU is idle).
+    pub(super) fn named(name: &'static str, total: u64, block: u64) -> Greedy {
+        Greedy {
+            name,
+            ..Greedy::new(total, block)
         }
     }
 }
 
 impl Balancer for Greedy {
     fn name(&self) -> &'static str {
-        "greedy"
+        self.name
     }
 
     fn next(&mut self, pu: PuId, _now: f64) -> Decision {

@@ -22,27 +22,35 @@
 //! there (`docs/architecture.md`, "Adding a balancer").
 
 mod acosta;
+mod adaptive;
 pub mod driver;
+mod dynamic;
 mod greedy;
 mod hdss;
+mod hguided;
 pub mod plb_hac;
 mod plb_hec;
 mod pool;
+pub mod powers;
 pub mod registry;
 pub mod scenarios;
+mod sigmoid;
 pub mod sim;
 mod static_split;
 pub mod tuning;
 pub mod xcheck;
 
 pub use acosta::{Acosta, AcostaConfig, AcostaStats};
+pub use adaptive::{Adaptive, AdaptiveConfig};
 pub use driver::{Driver, DriverError, Issued, Status};
 pub use greedy::Greedy;
 pub use hdss::{Hdss, HdssConfig, HdssStats};
+pub use hguided::{HGuided, HGuidedConfig};
 pub use plb_hac::{PlbHac, PlbHacConfig, PlbHacConfigError, PlbHacStats, StepSolution};
 pub use plb_hec::{PlbHec, PlbHecConfig, PlbHecStats, default_initial_block};
 pub use pool::WorkPool;
 pub use registry::{BalancerSpec, BuildContext, SpecError};
+pub use sigmoid::{Sigmoid, normalised_logistic};
 pub use static_split::{Static, StaticConfig};
 pub use tuning::{Tuning, WorkerKind};
 

@@ -24,7 +24,10 @@
 //! test that runs every entry under all three drivers.
 
 use super::tuning::{Tuning, WorkerKind};
-use super::{Balancer, acosta, greedy, hdss, plb_hac, plb_hec, static_split};
+use super::{
+    Balancer, acosta, adaptive, dynamic, greedy, hdss, hguided, plb_hac, plb_hec, sigmoid,
+    static_split,
+};
 
 /// What a balancer is built for.
 #[derive(Debug, Clone, Copy)]
@@ -91,6 +94,10 @@ pub const REGISTRY: &[Entry] = &[
     hdss::ENTRY,
     acosta::ENTRY,
     static_split::ENTRY,
+    dynamic::ENTRY,
+    hguided::ENTRY,
+    adaptive::ENTRY,
+    sigmoid::ENTRY,
 ];
 
 /// The entry named `name`.
