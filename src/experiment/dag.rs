@@ -53,7 +53,8 @@ pub struct Options {
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_POLICIES,
           value_parser = crate::cli::policy_name)]
     pub policies: Vec<String>,
-    /// Applications: cholesky, lu
+    /// Applications: cholesky, lu, gemm (StarPU's sgemm: nblocks² coarse
+    /// independent tasks per iteration, the few-task case)
     #[arg(long, value_delimiter = ',', default_value = "cholesky,lu")]
     pub apps: Vec<String>,
     /// Configurations: emulated, opencl [default: emulated,opencl; emulated
@@ -118,12 +119,46 @@ fn config(name: &str) -> Result<Config, String> {
     }
 }
 
-fn program(app: &str) -> Result<&'static str, String> {
-    match app {
-        "cholesky" => Ok("cholesky_implicit"),
-        "lu" => Ok("lu_implicit_example_float"),
+/// An application: its program, its arguments for size `n` and `nblocks`
+/// tiles per dimension, and the column of its timing line holding the
+/// milliseconds.
+struct App {
+    program: &'static str,
+    args: Vec<String>,
+    ms_column: usize,
+}
+
+fn app(name: &str, n: u32, nblocks: u32) -> Result<App, String> {
+    let tiled = |program| App {
+        program,
+        args: vec![
+            "-size".into(),
+            n.to_string(),
+            "-nblocks".into(),
+            nblocks.to_string(),
+        ],
+        ms_column: 1,
+    };
+    match name {
+        "cholesky" => Ok(tiled("cholesky_implicit")),
+        "lu" => Ok(tiled("lu_implicit_example_float")),
+        // StarPU's sgemm: `nblocks`² independent coarse tasks per iteration
+        // (the few-task case); `-iter` is divided by 10 in Debian's
+        // quick-check build: 20 gives 2 iterations. Prints "x y z ms GFlops".
+        "gemm" => Ok(App {
+            program: "sgemm",
+            args: vec![
+                "-size".into(),
+                n.to_string(),
+                "-nblocks".into(),
+                nblocks.to_string(),
+                "-iter".into(),
+                "20".into(),
+            ],
+            ms_column: 3,
+        }),
         other => Err(format!(
-            "unknown application {other:?} (expected cholesky or lu)"
+            "unknown application {other:?} (expected cholesky, lu or gemm)"
         )),
     }
 }
@@ -140,6 +175,7 @@ struct Output {
 fn run_once(
     prog: &Path,
     args: &[String],
+    ms_column: usize,
     policy: &str,
     home: &Path,
     cfg: &Config,
@@ -190,11 +226,12 @@ fn run_once(
     if cfg.env.iter().any(|(k, _)| *k == "PLB_EMULATE") && !stderr.contains("EMULATION ACTIVE") {
         return Err(format!("{policy}: the emulation was not applied"));
     }
-    // The examples print "# size ms GFlop/s" then "<n> <ms> <gflops>".
+    // The examples print a "# ..." header then the timing line.
     let ms = stdout
         .lines()
         .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .filter_map(|l| l.split_whitespace().nth(ms_column)?.parse::<f64>().ok())
+        .filter(|ms| ms.is_finite())
         .next_back();
     let bound_ms = stderr
         .lines()
@@ -231,12 +268,6 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
     let library = find_library()?;
     std::fs::create_dir_all(&opts.out_dir)
         .map_err(|e| format!("cannot create {}: {e}", opts.out_dir.display()))?;
-    let args = vec![
-        "-size".to_string(),
-        n.to_string(),
-        "-nblocks".to_string(),
-        nblocks.to_string(),
-    ];
     let started = Instant::now();
     let mut csv = String::from("config,app,n,nblocks,policy,ours,rep,ms\n");
     let mut md = format!(
@@ -254,7 +285,12 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
     let mut plot_rows = String::new();
     for cfg in &configs {
         for app in &opts.apps {
-            let prog = dir.join(program(app)?);
+            let App {
+                program,
+                args,
+                ms_column,
+            } = self::app(app, n, nblocks)?;
+            let prog = dir.join(program);
             let home = opts.out_dir.join(format!("home-{}-{app}", cfg.name));
             let _ = std::fs::remove_dir_all(&home);
             std::fs::create_dir_all(&home)
@@ -269,6 +305,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                     let o = run_once(
                         &prog,
                         &args,
+                        ms_column,
                         "dmda",
                         &home,
                         cfg,
@@ -286,6 +323,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
             let bound = run_once(
                 &prog,
                 &args,
+                ms_column,
                 "greedy",
                 &home,
                 cfg,
@@ -298,7 +336,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 .iter()
                 .filter(|p| catalog::find(p).is_some_and(|i| i.dag().is_some()))
             {
-                let o = run_once(&prog, &args, p, &home, cfg, &[], &library)?;
+                let o = run_once(&prog, &args, ms_column, p, &home, cfg, &[], &library)?;
                 eprintln!(
                     "  {label}: learning run of {p} {:.0} ms",
                     o.ms.unwrap_or(f64::NAN)
@@ -307,7 +345,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
             let mut runs: Vec<Vec<Run>> = opts.policies.iter().map(|_| Vec::new()).collect();
             for rep in 0..reps {
                 for (i, p) in opts.policies.iter().enumerate() {
-                    let o = run_once(&prog, &args, p, &home, cfg, &[], &library)?;
+                    let o = run_once(&prog, &args, ms_column, p, &home, cfg, &[], &library)?;
                     let ms = o.ms.ok_or_else(|| {
                         format!(
                             "{label} under {p}: no timing line; stderr: {}",
@@ -346,10 +384,11 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 .fold(f64::INFINITY, f64::min);
             let _ = write!(
                 md,
-                "\n## {}: {} -size {n} -nblocks {nblocks}\n\nLP area bound: {}\n\n\
+                "\n## {}: {} {}\n\nLP area bound: {}\n\n\
                  | policy | ms | vs eager | vs best StarPU | bound/ms |\n| --- | ---: | ---: | ---: | ---: |\n",
                 cfg.label,
-                program(app)?,
+                program,
+                args.join(" "),
                 bound.map_or("none".to_string(), |b| format!("{b:.0} ms"))
             );
             for ((p, r), &m) in opts.policies.iter().zip(&runs).zip(&medians) {
