@@ -173,9 +173,7 @@ struct Output {
 /// Runs `prog` once under `policy` in `home` with the configuration's
 /// environment and `extra`.
 fn run_once(
-    prog: &Path,
-    args: &[String],
-    ms_column: usize,
+    (prog, app): (&Path, &App),
     policy: &str,
     home: &Path,
     cfg: &Config,
@@ -183,7 +181,7 @@ fn run_once(
     library: &Path,
 ) -> Result<Output, String> {
     let mut cmd = Process::new(prog);
-    cmd.args(args).stdin(Stdio::null());
+    cmd.args(&app.args).stdin(Stdio::null());
     clear_starpu_settings(&mut cmd);
     cmd.env("STARPU_HOME", home)
         .env("STARPU_SILENT", "1")
@@ -230,9 +228,8 @@ fn run_once(
     let ms = stdout
         .lines()
         .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_whitespace().nth(ms_column)?.parse::<f64>().ok())
-        .filter(|ms| ms.is_finite())
-        .next_back();
+        .filter_map(|l| l.split_whitespace().nth(app.ms_column)?.parse::<f64>().ok())
+        .rfind(|ms| ms.is_finite());
     let bound_ms = stderr
         .lines()
         .find_map(|l| l.strip_prefix("plb: bound lp_ms="))
@@ -285,12 +282,9 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
     let mut plot_rows = String::new();
     for cfg in &configs {
         for app in &opts.apps {
-            let App {
-                program,
-                args,
-                ms_column,
-            } = self::app(app, n, nblocks)?;
-            let prog = dir.join(program);
+            let spec = self::app(app, n, nblocks)?;
+            let prog = dir.join(spec.program);
+            let run = (prog.as_path(), &spec);
             let home = opts.out_dir.join(format!("home-{}-{app}", cfg.name));
             let _ = std::fs::remove_dir_all(&home);
             std::fs::create_dir_all(&home)
@@ -303,9 +297,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
             {
                 for i in 0..opts.calibration {
                     let o = run_once(
-                        &prog,
-                        &args,
-                        ms_column,
+                        run,
                         "dmda",
                         &home,
                         cfg,
@@ -321,9 +313,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 }
             }
             let bound = run_once(
-                &prog,
-                &args,
-                ms_column,
+                run,
                 "greedy",
                 &home,
                 cfg,
@@ -336,7 +326,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 .iter()
                 .filter(|p| catalog::find(p).is_some_and(|i| i.dag().is_some()))
             {
-                let o = run_once(&prog, &args, ms_column, p, &home, cfg, &[], &library)?;
+                let o = run_once(run, p, &home, cfg, &[], &library)?;
                 eprintln!(
                     "  {label}: learning run of {p} {:.0} ms",
                     o.ms.unwrap_or(f64::NAN)
@@ -345,7 +335,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
             let mut runs: Vec<Vec<Run>> = opts.policies.iter().map(|_| Vec::new()).collect();
             for rep in 0..reps {
                 for (i, p) in opts.policies.iter().enumerate() {
-                    let o = run_once(&prog, &args, ms_column, p, &home, cfg, &[], &library)?;
+                    let o = run_once(run, p, &home, cfg, &[], &library)?;
                     let ms = o.ms.ok_or_else(|| {
                         format!(
                             "{label} under {p}: no timing line; stderr: {}",
@@ -387,8 +377,8 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 "\n## {}: {} {}\n\nLP area bound: {}\n\n\
                  | policy | ms | vs eager | vs best StarPU | bound/ms |\n| --- | ---: | ---: | ---: | ---: |\n",
                 cfg.label,
-                program,
-                args.join(" "),
+                spec.program,
+                spec.args.join(" "),
                 bound.map_or("none".to_string(), |b| format!("{b:.0} ms"))
             );
             for ((p, r), &m) in opts.policies.iter().zip(&runs).zip(&medians) {

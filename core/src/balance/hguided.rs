@@ -16,8 +16,7 @@
 //! ([`super::powers`]): each PU's first package is a small probe
 //! ([`super::default_initial_block`]), so a slow PU is never handed a large
 //! package on a guess. The paper's *BestHG* is HGuided with `k` and the
-//! minimum package tuned per benchmark: `plb sweep-hguided` (see
-//! `docs/balancers.md`) searches them in the simulator.
+//! minimum package tuned per benchmark (`hguided:k=K,min=U`).
 
 use super::plb_hec::default_initial_block;
 use super::powers::{POWER_WINDOW, Powers};

@@ -315,6 +315,54 @@ mod tests {
         }
     }
 
+    /// Bad inputs for every balancer (issue 13 §5), in the simulator: no
+    /// work, a PU 1000x slower than the other, a kernel whose time does not
+    /// grow with the size, a PU whose every timing is zero. Every unit is
+    /// processed exactly once and nothing divides by zero (a panic or a
+    /// non-finite makespan fails the test).
+    #[test]
+    fn every_entry_survives_bad_inputs_with_exact_coverage() {
+        use crate::balance::scenarios::lin;
+        use crate::balance::sim::{SimOptions, simulate};
+        let cases: Vec<(&str, Vec<crate::balance::sim::SimPu>, u64)> = vec![
+            ("no work", vec![lin(0.001, 100.0), lin(0.001, 300.0)], 0),
+            (
+                "1000x slower PU",
+                vec![lin(0.0, 1000.0), lin(0.0, 1.0)],
+                3000,
+            ),
+            (
+                "time independent of size",
+                vec![lin(0.01, f64::INFINITY), lin(0.02, f64::INFINITY)],
+                2000,
+            ),
+            (
+                "a PU timed at zero",
+                vec![lin(0.0, 500.0), lin(0.0, f64::INFINITY)],
+                2000,
+            ),
+        ];
+        for e in REGISTRY {
+            for (what, pus, total) in &cases {
+                let mut b = build(e.name, pus.len(), *total).unwrap();
+                let r = simulate(b.as_mut(), pus, *total, SimOptions::default())
+                    .unwrap_or_else(|err| panic!("{} / {what}: {err:?}", e.name));
+                let mut seen = vec![0u8; *total as usize];
+                for run in &r.runs {
+                    for u in run.block.offset..run.block.end() {
+                        seen[u as usize] += 1;
+                    }
+                }
+                assert!(
+                    seen.iter().all(|&c| c == 1),
+                    "{} / {what}: units not covered exactly once",
+                    e.name
+                );
+                assert!(r.makespan.is_finite(), "{} / {what}", e.name);
+            }
+        }
+    }
+
     #[test]
     fn greedy_fraction_of_w_and_solver_arguments_reach_the_balancer() {
         use crate::balance::scenarios::lin;
