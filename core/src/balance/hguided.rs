@@ -18,10 +18,10 @@
 //! package on a guess. The paper's *BestHG* is HGuided with `k` and the
 //! minimum package tuned per benchmark (`hguided:k=K,min=U`).
 
-use super::plb_hec::default_initial_block;
+use super::packages::Packages;
 use super::powers::{POWER_WINDOW, Powers};
 use super::registry::{Args, BuildContext, Entry, Param};
-use super::{Balancer, BalancerStats, Completion, ConfigError, Decision, PuId, WorkPool};
+use super::{Balancer, BalancerStats, Completion, ConfigError, Decision, PuId};
 
 /// The guide constant when none is given (EngineCL's default).
 pub const DEFAULT_K: f64 = 2.0;
@@ -41,13 +41,10 @@ pub struct HGuidedConfig {
 /// documentation).
 #[derive(Debug, Clone)]
 pub struct HGuided {
-    pool: WorkPool,
+    packages: Packages,
     powers: Powers,
     k: f64,
     min: Vec<u64>,
-    probe: u64,
-    probed: Vec<bool>,
-    packages: u64,
 }
 
 impl HGuided {
@@ -74,28 +71,11 @@ impl HGuided {
             });
         }
         Ok(HGuided {
-            pool: WorkPool::new(total),
+            packages: Packages::new(total, n, cfg.probe),
             powers: Powers::new(n, POWER_WINDOW),
             k: cfg.k,
             min: cfg.min.iter().map(|&m| m.max(1)).collect(),
-            probe: if cfg.probe == 0 {
-                default_initial_block(total, n)
-            } else {
-                cfg.probe
-            },
-            probed: vec![false; n],
-            packages: 0,
         })
-    }
-
-    /// The package PU `pu` would get now.
-    fn package(&mut self, pu: PuId) -> u64 {
-        if !self.probed[pu] {
-            return self.probe;
-        }
-        let share = self.powers.share(pu);
-        let guided = (self.pool.remaining() as f64 * share / self.k).floor() as u64;
-        guided.max(self.min[pu])
     }
 }
 
@@ -105,18 +85,15 @@ impl Balancer for HGuided {
     }
 
     fn next(&mut self, pu: PuId, _now: f64) -> Decision {
-        if pu >= self.probed.len() {
-            return Decision::Done;
-        }
-        let len = self.package(pu);
-        match self.pool.take(pu, len as f64) {
-            Some(b) => {
-                self.probed[pu] = true;
-                self.packages += 1;
-                Decision::Run(b)
-            }
-            None => Decision::Done,
-        }
+        let share = if self.packages.needs_probe(pu) {
+            0.0
+        } else {
+            self.powers.share(pu)
+        };
+        let (k, min) = (self.k, self.min.get(pu).copied().unwrap_or(1));
+        self.packages.give(pu, |pool| {
+            ((pool.remaining() as f64 * share / k).floor() as u64).max(min)
+        })
     }
 
     fn completed(&mut self, done: Completion) {
@@ -124,14 +101,14 @@ impl Balancer for HGuided {
     }
 
     fn remaining(&self) -> u64 {
-        self.pool.remaining()
+        self.packages.remaining()
     }
 
     fn stats(&self) -> BalancerStats {
         BalancerStats {
             counters: vec![
                 ("refits", 0),
-                ("packages", self.packages),
+                ("packages", self.packages.given()),
                 ("power_fallbacks", self.powers.fallbacks()),
             ],
         }

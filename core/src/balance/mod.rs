@@ -28,6 +28,7 @@ mod dynamic;
 mod greedy;
 mod hdss;
 mod hguided;
+mod packages;
 pub mod plb_hac;
 mod plb_hec;
 mod pool;

@@ -34,10 +34,10 @@
 //!   paper starts from vendor GFLOPS figures, which we do not have.
 
 use super::hguided::min_packages;
-use super::plb_hec::default_initial_block;
+use super::packages::Packages;
 use super::powers::{POWER_WINDOW, Powers};
 use super::registry::{Args, BuildContext, Entry};
-use super::{Balancer, BalancerStats, Completion, ConfigError, Decision, PuId, WorkPool};
+use super::{Balancer, BalancerStats, Completion, ConfigError, Decision, PuId};
 
 /// Rounds of packages the plateau's size is set for (`M`).
 pub const PLATEAU_ROUNDS: f64 = 4.0;
@@ -67,13 +67,11 @@ pub fn normalised_logistic(a: f64, r: f64) -> f64 {
 /// Sigmoid over learned powers (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct Sigmoid {
-    pool: WorkPool,
+    packages: Packages,
+    total: u64,
     powers: Powers,
     kind_min: Vec<u64>,
-    probe: u64,
-    probed: Vec<bool>,
     irregular: bool,
-    packages: u64,
 }
 
 impl Sigmoid {
@@ -99,17 +97,11 @@ impl Sigmoid {
             });
         }
         Ok(Sigmoid {
-            pool: WorkPool::new(total),
+            packages: Packages::new(total, n, probe),
+            total,
             powers: Powers::new(n, POWER_WINDOW),
             kind_min: kind_min.iter().map(|&m| m.max(1)).collect(),
-            probe: if probe == 0 {
-                default_initial_block(total, n)
-            } else {
-                probe
-            },
-            probed: vec![false; n],
             irregular: false,
-            packages: 0,
         })
     }
 
@@ -127,13 +119,10 @@ impl Sigmoid {
         }
     }
 
-    /// The package PU `pu` gets now.
-    fn package(&mut self, pu: PuId) -> u64 {
-        if !self.probed[pu] {
-            return self.probe;
-        }
-        let total = self.pool.total() as f64;
-        let rest = self.pool.remaining() as f64;
+    /// The package of PU `pu` (after its probe) with `rest` units left.
+    fn package(&mut self, pu: PuId, rest: u64) -> u64 {
+        let total = self.total as f64;
+        let rest = rest as f64;
         let powers = self.powers.all();
         let sum: f64 = powers.iter().sum();
         let share = if sum > 0.0 {
@@ -159,18 +148,12 @@ impl Balancer for Sigmoid {
     }
 
     fn next(&mut self, pu: PuId, _now: f64) -> Decision {
-        if pu >= self.probed.len() {
-            return Decision::Done;
-        }
-        let len = self.package(pu);
-        match self.pool.take(pu, len as f64) {
-            Some(b) => {
-                self.probed[pu] = true;
-                self.packages += 1;
-                Decision::Run(b)
-            }
-            None => Decision::Done,
-        }
+        let len = if self.packages.needs_probe(pu) || pu >= self.kind_min.len() {
+            0
+        } else {
+            self.package(pu, self.packages.remaining())
+        };
+        self.packages.give(pu, |_| len)
     }
 
     fn completed(&mut self, done: Completion) {
@@ -187,14 +170,14 @@ impl Balancer for Sigmoid {
     }
 
     fn remaining(&self) -> u64 {
-        self.pool.remaining()
+        self.packages.remaining()
     }
 
     fn stats(&self) -> BalancerStats {
         BalancerStats {
             counters: vec![
                 ("refits", 0),
-                ("packages", self.packages),
+                ("packages", self.packages.given()),
                 ("irregular", self.irregular as u64),
                 ("power_fallbacks", self.powers.fallbacks()),
             ],
