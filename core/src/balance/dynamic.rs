@@ -16,10 +16,6 @@ pub fn package_units(total: u64, packages: u64) -> u64 {
     total.div_ceil(packages.max(1)).max(1)
 }
 
-fn check_packages(text: &str) -> bool {
-    text.parse::<u64>().is_ok_and(|n| n >= 1)
-}
-
 fn build(args: &Args, ctx: &BuildContext<'_>) -> Result<Box<dyn Balancer + Send>, String> {
     let packages = match args.get("packages") {
         Some(v) => v
@@ -43,7 +39,7 @@ pub(super) const ENTRY: Entry = Entry {
     params: &[Param {
         key: "packages",
         accepted: "an integer >= 1",
-        check: check_packages,
+        check: super::hguided::check_units,
     }],
     build,
 };
