@@ -20,6 +20,8 @@
 pub mod balance;
 pub mod baselines;
 pub mod bench;
+pub mod coexec;
+pub mod cost_profile;
 pub mod dag;
 pub mod fit;
 pub mod model;

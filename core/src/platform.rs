@@ -24,11 +24,14 @@
 //!   compute times (`*` matches any machine or name);
 //! * `change MACHINE NAME AT_S FACTOR` — from simulated time `AT_S` on,
 //!   those PUs' compute times are multiplied by `FACTOR` (a competing load;
-//!   several per PU allowed, the latest started applies).
+//!   several per PU allowed, the latest started applies);
+//! * `power MACHINE NAME IDLE_W BUSY_W` — those PUs' idle and busy watts,
+//!   the input of MODELLED energy ([`crate::coexec`]).
 
 use std::fmt;
 
 use crate::balance::sim::SpeedChange;
+use crate::coexec::Power;
 use crate::rng::Rng;
 
 /// Kind of processing unit (sets the occupancy a block needs and the
@@ -122,6 +125,8 @@ pub struct PuClass {
     pub noise: Option<f64>,
     /// Changes of speed during the run.
     pub changes: Vec<SpeedChange>,
+    /// Idle and busy watts of one PU (`power` line), for MODELLED energy.
+    pub power: Option<Power>,
 }
 
 impl PuClass {
@@ -272,9 +277,10 @@ impl Platform {
                         launch_us: num("launch", args[10], None)?,
                         noise: None,
                         changes: Vec::new(),
+                        power: None,
                     });
                 }
-                "noise" | "change" => {
+                "noise" | "change" | "power" => {
                     want(if directive == "noise" { 3 } else { 4 })?;
                     let (m, n) = (args[0], args[1]);
                     let targets: Vec<&mut PuClass> = p
@@ -285,7 +291,13 @@ impl Platform {
                     if targets.is_empty() {
                         return Err(err(format!("no PU {m}/{n} declared above")));
                     }
-                    if directive == "noise" {
+                    if directive == "power" {
+                        let power = Power {
+                            idle_w: num("idle watts", args[2], None)?,
+                            busy_w: num("busy watts", args[3], Some(0.0))?,
+                        };
+                        targets.into_iter().for_each(|c| c.power = Some(power));
+                    } else if directive == "noise" {
                         let a = num("noise", args[2], None)?;
                         if a >= 1.0 {
                             return Err(err(format!("noise {a}: must be < 1")));

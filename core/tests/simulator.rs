@@ -485,3 +485,38 @@ fn speed_changes_stack_in_time_order() {
     let lens: Vec<f64> = r.runs.iter().map(|x| x.end - x.start).collect();
     assert_eq!(lens, [5.0, 15.0, 5.0, 5.0]);
 }
+
+#[test]
+fn power_figures_come_from_the_file() {
+    let text = "pu M cpu cpu 1 4 2.0 16 20 - - 5\n\
+                pu M gpu gpu 2 512 1.0 2 100 6 10 20\n\
+                power M gpu 25 225\n";
+    let p = Platform::parse(text).unwrap();
+    assert_eq!(p.classes[0].power, None);
+    let power = p.classes[1].power.unwrap();
+    assert_eq!((power.idle_w, power.busy_w), (25.0, 225.0));
+    assert!(Platform::parse("pu M c cpu 1 4 2 16 20 - - 5\npower M c 10\n").is_err());
+    assert!(Platform::parse("pu M c cpu 1 4 2 16 20 - - 5\npower M c 10 0\n").is_err());
+    assert!(Platform::parse("pu M c cpu 1 4 2 16 20 - - 5\npower M x 10 20\n").is_err());
+}
+
+#[test]
+fn an_irregular_profile_makes_blocks_cost_by_position() {
+    use plb_core::cost_profile::CostProfile;
+    use std::sync::Arc;
+    // One PU at 1 s per effective unit; the second half of the run costs
+    // 3x the first.
+    let mut pu = SimPu::new(plb_core::model::LinearModel {
+        fixed: 0.0,
+        rate: 1.0,
+    });
+    pu.profile = Some(Arc::new(CostProfile::new(&[1.0, 3.0]).unwrap()));
+    let mut g = Greedy::new(100, 25);
+    let r = simulate(&mut g, &[pu], 100, SimOptions::default()).unwrap();
+    let took: Vec<f64> = r.runs.iter().map(|x| x.end - x.start).collect();
+    assert_eq!(took.len(), 4);
+    for (t, want) in took.iter().zip([12.5, 12.5, 37.5, 37.5]) {
+        assert!((t - want).abs() < 1e-9, "{took:?}");
+    }
+    assert!((r.makespan - 100.0).abs() < 1e-9);
+}

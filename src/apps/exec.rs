@@ -121,15 +121,24 @@ struct TaskArg {
     // Rust only, after the C-visible part.
     run: Option<Arc<DivisibleRun>>,
     id: u64,
-    log: Arc<Mutex<Vec<Done>>>,
+    log: Arc<Log>,
 }
 
 /// One completed task, as its callback saw it.
 #[derive(Debug, Clone, Copy)]
 struct Done {
     worker: i32,
+    offset: u64,
     len: u64,
     compute_s: f64,
+    /// Seconds from the run's start to the callback.
+    end_s: f64,
+}
+
+/// The completed tasks of a run, with the run's time origin.
+struct Log {
+    start: Instant,
+    done: Mutex<Vec<Done>>,
 }
 
 /// StarPU callback: records the task and, in a divisible run, reports the
@@ -144,11 +153,14 @@ unsafe extern "C" fn task_done(arg: *mut c_void) {
         } else {
             0.0
         };
-        if let Ok(mut log) = a.log.lock() {
+        let end_s = a.log.start.elapsed().as_secs_f64();
+        if let Ok(mut log) = a.log.done.lock() {
             log.push(Done {
                 worker: a.worker,
+                offset: a.offset,
                 len: a.len,
                 compute_s,
+                end_s,
             });
         }
         if let Some(run) = &a.run {
@@ -285,9 +297,12 @@ pub fn run(app: &App, opts: &Options) -> Result<Summary, String> {
         return Err("StarPU started no worker".into());
     }
     work.prepare()?;
-    let log = Arc::new(Mutex::new(Vec::new()));
     let mut data = Data::default();
     let start = Instant::now();
+    let log = Arc::new(Log {
+        start,
+        done: Mutex::new(Vec::new()),
+    });
     let mut passes = 0u64;
     // The previous pass's run: the next pass continues from its models.
     let mut previous: Option<Arc<DivisibleRun>> = None;
@@ -318,17 +333,22 @@ pub fn run(app: &App, opts: &Options) -> Result<Summary, String> {
     if rc != 0 {
         return Err(format!("starpu_task_wait_for_all failed ({rc})"));
     }
-    let done = std::mem::take(&mut *log.lock().map_err(|_| "log poisoned".to_string())?);
+    let done = std::mem::take(&mut *log.done.lock().map_err(|_| "log poisoned".to_string())?);
     let (unit, scale) = work.throughput_unit();
     let mut units = vec![0u64; workers.len()];
     let mut busy = vec![0f64; workers.len()];
+    let mut finish = vec![0f64; workers.len()];
     for d in &done {
         if let Ok(w) = usize::try_from(d.worker) {
             if w < units.len() {
                 units[w] += d.len;
                 busy[w] += d.compute_s;
+                finish[w] = finish[w].max(d.end_s.min(makespan_s));
             }
         }
+    }
+    if let Some(path) = &opts.trace {
+        write_trace(path, &done)?;
     }
     let kernel_throughput = units
         .iter()
@@ -346,6 +366,8 @@ pub fn run(app: &App, opts: &Options) -> Result<Summary, String> {
         total_units: work.units(),
         passes,
         units,
+        busy_s: busy,
+        finish_s: finish,
         makespan_s,
         throughput: work.work(work.units() * passes) / makespan_s / scale,
         kernel_throughput,
@@ -354,9 +376,31 @@ pub fn run(app: &App, opts: &Options) -> Result<Summary, String> {
     })
 }
 
+/// Writes every task of the run as CSV (`plb app --trace`): the package
+/// sizes over time that the co-execution plots draw.
+fn write_trace(path: &std::path::Path, done: &[Done]) -> Result<(), String> {
+    use std::fmt::Write as _;
+    let mut text = String::from("worker,offset,len,start_s,end_s,compute_s\n");
+    let mut sorted = done.to_vec();
+    sorted.sort_by(|a, b| a.end_s.total_cmp(&b.end_s));
+    for d in &sorted {
+        let _ = writeln!(
+            text,
+            "{},{},{},{:.6},{:.6},{:.6}",
+            d.worker,
+            d.offset,
+            d.len,
+            (d.end_s - d.compute_s).max(0.0),
+            d.end_s,
+            d.compute_s
+        );
+    }
+    std::fs::write(path, text).map_err(|e| format!("--trace {}: {e}", path.display()))
+}
+
 fn task_arg(
     work: &dyn Workload,
-    log: &Arc<Mutex<Vec<Done>>>,
+    log: &Arc<Log>,
     offset: u64,
     len: u64,
     run: Option<(Arc<DivisibleRun>, u64)>,
@@ -385,7 +429,7 @@ fn divisible(
     work: &mut dyn Workload,
     data: &mut Data,
     opts: &Options,
-    log: &Arc<Mutex<Vec<Done>>>,
+    log: &Arc<Log>,
     previous: &mut Option<Arc<DivisibleRun>>,
 ) -> Result<String, String> {
     let name = match (opts.sched.as_str(), opts.block) {
@@ -431,7 +475,7 @@ fn fixed(
     work: &mut dyn Workload,
     data: &mut Data,
     opts: &Options,
-    log: &Arc<Mutex<Vec<Done>>>,
+    log: &Arc<Log>,
 ) -> Result<String, String> {
     let total = work.units();
     let block = opts.block.unwrap_or(total.div_ceil(32)).max(1);

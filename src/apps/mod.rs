@@ -219,6 +219,8 @@ pub struct Options {
     /// `nopencl = 1`, and 1 CPU worker unless `--ncpu` says otherwise.
     pub opencl: bool,
     pub fault: Option<Fault>,
+    /// Writes every task (worker, units, start, end) to this CSV file.
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// `plb app <APP> [OPTIONS]`, `plb app list` or `plb app bench`.
@@ -279,6 +281,10 @@ struct RunArgs {
     /// A deliberate scheduling fault, which verification must catch
     #[arg(long, value_name = "FAULT", hide = true)]
     inject_fault: Option<Fault>,
+    /// Writes every task (worker, offset, units, start, end, kernel
+    /// seconds) to this CSV file
+    #[arg(long, value_name = "FILE")]
+    trace: Option<std::path::PathBuf>,
 }
 
 impl Command {
@@ -327,6 +333,7 @@ impl RunArgs {
             ncpu: self.ncpu,
             opencl: self.opencl,
             fault: self.inject_fault,
+            trace: self.trace,
         };
         Ok((app, opts))
     }
@@ -349,6 +356,11 @@ pub struct Summary {
     pub passes: u64,
     /// Units processed per worker over all passes (same order as `workers`).
     pub units: Vec<u64>,
+    /// Kernel seconds per worker (emulated time included).
+    pub busy_s: Vec<f64>,
+    /// When each worker's last task ended, seconds from the makespan's
+    /// start (0: no task).
+    pub finish_s: Vec<f64>,
     /// From the first registration to the end of the last unregistration
     /// (data back in main memory); StarPU start-up and input generation
     /// excluded.
@@ -367,8 +379,14 @@ pub const TAG: &str = "plb-app:";
 impl Summary {
     pub fn line(&self) -> String {
         let units: Vec<String> = self.units.iter().map(u64::to_string).collect();
+        let secs = |v: &[f64]| {
+            v.iter()
+                .map(|s| format!("{s:.6}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
         format!(
-            "{TAG} app={} n={} policy={} split={} workers={} tasks={} total_units={} passes={} units={} makespan_s={:.6} \
+            "{TAG} app={} n={} policy={} split={} workers={} tasks={} total_units={} passes={} units={} busy_s={} finish_s={} makespan_s={:.6} \
              throughput={:.3} unit={} kernel_throughput={:.3} verify={} check=\"{}\"",
             self.app,
             self.n,
@@ -379,6 +397,8 @@ impl Summary {
             self.total_units,
             self.passes,
             units.join(","),
+            secs(&self.busy_s),
+            secs(&self.finish_s),
             self.makespan_s,
             self.throughput,
             self.unit,
@@ -436,6 +456,8 @@ mod tests {
             total_units: 64,
             passes: 1,
             units: vec![30, 34],
+            busy_s: vec![0.4, 0.45],
+            finish_s: vec![0.41, 0.5],
             makespan_s: 0.5,
             throughput: 1.25,
             kernel_throughput: 2.0,
@@ -450,5 +472,6 @@ mod tests {
         assert_eq!(field(&line, "throughput"), Some("1.250"));
         assert_eq!(field(&line, "verify"), Some("ok"));
         assert_eq!(field(&line, "units"), Some("30,34"));
+        assert_eq!(field(&line, "finish_s"), Some("0.410000,0.500000"));
     }
 }

@@ -14,9 +14,11 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 use super::driver::{Driver, Issued, Status};
 use super::{Balancer, Block, PuId};
+use crate::cost_profile::CostProfile;
 use crate::model::TimeModel;
 use crate::rng::Rng;
 use crate::solve::{Distribution, FastSolver};
@@ -35,6 +37,9 @@ pub struct SimPu {
     /// Relative amplitude of this PU's noise; `None`: the run's
     /// [`SimOptions::noise`].
     pub noise: Option<f64>,
+    /// Irregular work: a block costs its effective units under this
+    /// profile instead of its length (`None`: every unit costs the same).
+    pub profile: Option<Arc<CostProfile>>,
 }
 
 /// A change of a PU's speed during the run.
@@ -57,6 +62,7 @@ impl SimPu {
             }),
             speed_changes: Vec::new(),
             noise: None,
+            profile: None,
         }
     }
 
@@ -69,8 +75,14 @@ impl SimPu {
             .map_or(1.0, |c| c.factor)
     }
 
-    fn compute_time(&self, len: f64, start: f64) -> f64 {
-        self.compute.time(len) * self.speed_factor(start)
+    /// Compute seconds of `block` (of a run of `total` units) started at
+    /// `start`.
+    fn compute_time(&self, block: &Block, total: u64, start: f64) -> f64 {
+        let units = match &self.profile {
+            Some(p) => p.effective_units(total, block.offset, block.len),
+            None => block.len as f64,
+        };
+        self.compute.time(units) * self.speed_factor(start)
     }
 }
 
@@ -227,7 +239,7 @@ pub fn simulate(
             let p = &pus[pu];
             let amplitude = p.noise.unwrap_or(opts.noise);
             let noise = 1.0 + amplitude * (2.0 * rng.unit() - 1.0);
-            let compute = p.compute_time(len, now) * noise;
+            let compute = p.compute_time(&block, total, now) * noise;
             let transfer = p.transfer.time(len);
             let took = compute + transfer;
             if !(took.is_finite() && took >= 0.0) {
