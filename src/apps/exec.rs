@@ -228,7 +228,7 @@ impl Session {
         // SAFETY: single-threaded here (StarPU, whose workers would read the
         // environment, is not started yet).
         unsafe {
-            std::env::set_var("STARPU_SCHED", &opts.sched);
+            std::env::set_var("STARPU_SCHED", super::policy_base(&opts.sched));
             if std::env::var_os("STARPU_SILENT").is_none() {
                 std::env::set_var("STARPU_SILENT", "1");
             }
@@ -290,7 +290,7 @@ impl Drop for Session {
 /// not an error).
 pub fn run(app: &App, opts: &Options) -> Result<Summary, String> {
     let mut work = (app.build)(opts.n, opts.seed)?;
-    let ours = catalog::find(&opts.sched).is_some();
+    let ours = catalog::find(super::policy_base(&opts.sched)).is_some();
     let session = Session::start(opts)?;
     let workers = session.workers();
     if workers.is_empty() {

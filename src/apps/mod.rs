@@ -36,6 +36,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use starpu_sys as sys;
 
 use crate::cli::{Failure, policy_name, positive};
+use plb_core::balance::registry::BalancerSpec;
+use starpu_plb::catalog;
 
 pub use exec::{Data, Handle};
 
@@ -99,6 +101,23 @@ pub const APPS: &[App] = &[
         build: kmeans::build,
     },
 ];
+
+/// Value parser of `--sched`: a policy StarPU knows, or one of ours with
+/// its balancer's arguments (`hguided:k=3,min=64`, checked by the
+/// registry).
+pub fn app_policy(name: &str) -> Result<String, String> {
+    match name.split_once(':') {
+        Some((base, _)) if catalog::find(base).is_some() => BalancerSpec::parse(name)
+            .map(|_| name.to_string())
+            .map_err(|e| e.to_string()),
+        _ => policy_name(name),
+    }
+}
+
+/// The policy StarPU runs for `--sched` (its name without arguments).
+pub fn policy_base(sched: &str) -> &str {
+    sched.split_once(':').map_or(sched, |(base, _)| base)
+}
 
 /// Looks an application up by name.
 pub fn find(name: &str) -> Option<&'static App> {
@@ -265,8 +284,8 @@ struct RunArgs {
     /// Ours (greedy, plb-hac, plb-hec, hdss, acosta: blocks from the
     /// divisible-load balancer of that name) or StarPU's (eager, lws,
     /// dmda...: equal tasks of --block units) [default: $STARPU_SCHED, else
-    /// greedy]
-    #[arg(long, value_name = "NAME", value_parser = policy_name)]
+    /// greedy]. Ours take the balancer's arguments, e.g. hguided:k=3,min=64
+    #[arg(long, value_name = "NAME", value_parser = app_policy)]
     sched: Option<String>,
     /// Units per task (StarPU's policies; default W/32), or greedy's block
     /// size
@@ -320,7 +339,7 @@ impl RunArgs {
             Some(s) => s,
             None => match std::env::var("STARPU_SCHED") {
                 Ok(s) if !s.trim().is_empty() => {
-                    policy_name(&s).map_err(|e| Failure::setup(format!("$STARPU_SCHED: {e}")))?
+                    app_policy(&s).map_err(|e| Failure::setup(format!("$STARPU_SCHED: {e}")))?
                 }
                 _ => "greedy".to_string(),
             },

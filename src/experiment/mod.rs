@@ -28,6 +28,8 @@
 
 pub mod balance;
 mod balance_child;
+pub mod coexec;
+mod coexec_sim;
 pub mod dag;
 mod simulated;
 
@@ -67,12 +69,23 @@ enum Balance {
     /// StarPU's Cholesky and LU in real runs under our policies and
     /// StarPU's, calibrated first (EMULATED heterogeneity, CPU + OpenCL)
     Dag(dag::Options),
+    /// One kernel co-executed on every PU (the Sigmoid paper): every
+    /// balancer on binomial, nbody, mandelbrot, raytrace; efficiency,
+    /// balance, MODELLED energy and EDP; real, EMULATED and SIMULATED
+    Coexec(coexec::Options),
 }
 
 impl Command {
     pub fn run(self) -> Result<ExitCode, Failure> {
         match self.balance {
             Some(Balance::Balance(opts)) => balance::run(&opts)?,
+            Some(Balance::Coexec(opts)) => {
+                let written = coexec::run(&opts)?;
+                println!("\nwritten:");
+                for path in written {
+                    println!("  {}", path.display());
+                }
+            }
             Some(Balance::Dag(opts)) => {
                 let written = dag::run(&opts)?;
                 println!("\nwritten:");
