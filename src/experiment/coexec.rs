@@ -70,8 +70,9 @@ pub struct Options {
     /// cpu: a CPU core, gpu: the emulated accelerator)
     #[arg(long, value_name = "FILE")]
     pub power: Option<PathBuf>,
-    /// The BestHG sweep: HGuided over k and the minimum package, best per
-    /// kernel (simulated on every kernel; real runs on the first config)
+    /// The BestHG sweep in the real runs too (HGuided over k and the
+    /// minimum package, one run per point, the best measured as besthg);
+    /// the simulated part always sweeps
     #[arg(long)]
     pub sweep: bool,
     /// Skip the real runs
@@ -159,6 +160,11 @@ const CONFIGS: &[Config] = &[
         ],
     },
 ];
+
+/// The real BestHG grid (one run per point): `k`, and the minimum package
+/// as a fraction of `W`.
+const REAL_SWEEP_K: [f64; 3] = [1.0, 2.0, 4.0];
+const REAL_SWEEP_MIN: [u64; 3] = [256, 64, 16];
 
 /// Kernel sizes: (name, full, quick). About 1–3 s on one core at full size.
 const SIZES: &[(&str, u64, u64)] = &[
@@ -396,6 +402,9 @@ fn real(opts: &Options, written: &mut Vec<PathBuf>) -> Result<Vec<Row>, String> 
     let home = tempdir("plb-coexec")?;
     let mut rows = Vec::new();
     let reps = opts.reps();
+    let mut sweep = String::from(
+        "# BestHG sweep, real runs\n\nHGuided over k and the minimum package (W/16, W/64, W/256), one run each; the best is measured as `besthg`.\n\n| config | kernel | best | efficiency (sweep run) |\n|---|---|---|---|\n",
+    );
     for cfg in configs {
         let power = local_power(&platform, cfg)?;
         eprintln!("coexec: {} ({})", cfg.name, cfg.label);
@@ -432,13 +441,41 @@ fn real(opts: &Options, written: &mut Vec<PathBuf>) -> Result<Vec<Row>, String> 
                     app_run(kernel, n, b, cfg.args, cfg.emulate, &home, true, None)?;
                 }
             }
+            // BestHG (real runs, --sweep): HGuided over the grid once each,
+            // the best then measured like every balancer, as `besthg`.
+            let mut measured: Vec<(String, String)> = opts
+                .balancers
+                .iter()
+                .map(|b| (b.clone(), b.clone()))
+                .collect();
+            if opts.sweep {
+                let mut best: Option<(f64, String)> = None;
+                for k in REAL_SWEEP_K {
+                    for frac in REAL_SWEEP_MIN {
+                        let spec = format!("hguided:k={k},min={}", (n / frac).max(1));
+                        let r =
+                            app_run(kernel, n, &spec, cfg.args, cfg.emulate, &home, false, None)?;
+                        let e = metrics(&shape(&r, cfg)?, &solo, None)
+                            .map_err(|e| e.to_string())?
+                            .efficiency;
+                        eprintln!("coexec:   {kernel} sweep {spec}: efficiency {e:.3}");
+                        if best.as_ref().is_none_or(|b| e > b.0) {
+                            best = Some((e, spec));
+                        }
+                    }
+                }
+                if let Some((e, spec)) = best {
+                    let _ = writeln!(sweep, "| {} | {kernel} | `{spec}` | {e:.3} |", cfg.name);
+                    measured.push(("besthg".into(), spec));
+                }
+            }
             for rep in 0..reps {
-                for b in &opts.balancers {
+                for (label, b) in &measured {
                     let trace = (rep == 0).then(|| {
                         traces.join(format!(
                             "{}-{kernel}-{}.csv",
                             cfg.name,
-                            b.replace([':', ','], "_")
+                            label.replace([':', ','], "_")
                         ))
                     });
                     let r = app_run(
@@ -454,14 +491,14 @@ fn real(opts: &Options, written: &mut Vec<PathBuf>) -> Result<Vec<Row>, String> 
                     let m = metrics(&shape(&r, cfg)?, &solo, Some(&power))
                         .map_err(|e| e.to_string())?;
                     eprintln!(
-                        "coexec:   {kernel} {b:<10} rep {rep}: {:.3} s, efficiency {:.3}, balance {:.3}",
+                        "coexec:   {kernel} {label:<10} rep {rep}: {:.3} s, efficiency {:.3}, balance {:.3}",
                         m.makespan_s, m.efficiency, m.balance
                     );
                     rows.push(Row {
                         source: "real",
                         config: cfg.name.to_string(),
                         kernel: kernel.clone(),
-                        balancer: b.clone(),
+                        balancer: label.clone(),
                         rep,
                         packages: r.tasks,
                         m,
@@ -472,6 +509,11 @@ fn real(opts: &Options, written: &mut Vec<PathBuf>) -> Result<Vec<Row>, String> 
     }
     let _ = std::fs::remove_dir_all(&home);
     written.push(traces);
+    if opts.sweep {
+        let path = opts.out_dir.join("besthg-sweep-real.md");
+        write(&path, &sweep)?;
+        written.push(path);
+    }
     Ok(rows)
 }
 
