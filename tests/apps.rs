@@ -15,9 +15,16 @@ const APPS: &[(&str, u64)] = &[
     ("grn", 60),
     ("grn3", 30),
     ("kmeans", 20_000),
+    ("binomial", 1_000),
+    ("nbody", 1_024),
+    ("mandelbrot", 128),
+    ("raytrace", 96),
 ];
 
-const OURS: &[&str] = &["greedy", "plb-hac", "plb-hec", "hdss", "acosta"];
+const OURS: &[&str] = &[
+    "greedy", "plb-hac", "plb-hec", "hdss", "acosta", "static", "dynamic", "hguided", "adaptive",
+    "sigmoid",
+];
 const STARPUS: &[&str] = &["eager", "dmda"];
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -186,6 +193,66 @@ fn verification_catches_a_lost_or_repeated_block() {
             }
         }
     }
+}
+
+/// A balancer with arguments on the command line, and the task trace: one
+/// row per task, covering the W units exactly once, with per-worker busy
+/// and finish times in the summary line.
+#[test]
+fn balancer_arguments_and_the_task_trace() {
+    let dir = std::env::temp_dir().join(format!("plb-apps-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trace.csv");
+    let n = 128;
+    let run = plb_app(
+        "mandelbrot",
+        n,
+        "hguided:k=3,min=4,probe=4",
+        &["--ncpu", "2", "--trace", trace.to_str().unwrap()],
+        &[],
+    );
+    assert_verified(&run, "mandelbrot", n, "hguided:k=3,min=4,probe=4");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("worker,offset,len,start_s,end_s,compute_s")
+    );
+    let mut covered = vec![0u32; n as usize];
+    let mut tasks = 0;
+    for l in lines {
+        let f: Vec<f64> = l.split(',').map(|v| v.parse().unwrap()).collect();
+        let (off, len) = (f[1] as usize, f[2] as usize);
+        assert!(
+            len >= 4 || off + len == n as usize,
+            "min=4, probe=4 not honoured: {l}"
+        );
+        assert!(f[3] <= f[4], "{l}");
+        covered[off..off + len].iter_mut().for_each(|c| *c += 1);
+        tasks += 1;
+    }
+    assert!(covered.iter().all(|&c| c == 1), "{covered:?}");
+    assert_eq!(run.field("tasks"), tasks.to_string());
+    let finish: Vec<f64> = run
+        .field("finish_s")
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let makespan: f64 = run.field("makespan_s").parse().unwrap();
+    assert_eq!(finish.len(), 2);
+    assert!(
+        finish.iter().all(|f| *f > 0.0 && *f <= makespan),
+        "{}",
+        run.line
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_plb"))
+        .args(["app", "mm", "--sched", "hguided:k=0"])
+        .env_remove("STARPU_SCHED")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
 
 #[test]

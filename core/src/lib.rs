@@ -24,6 +24,8 @@ pub mod coexec;
 pub mod cost_profile;
 pub mod dag;
 pub mod fit;
+/// Double-precision references of the co-execution kernels (and their row costs).
+pub mod kernels;
 pub mod model;
 pub mod platform;
 pub mod rng;

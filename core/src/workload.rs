@@ -30,7 +30,10 @@
 //! subadditive and the one-block-per-PU optimum is a true lower bound of a
 //! noise-free run without speed changes.
 
+use std::sync::Arc;
+
 use crate::balance::sim::SimPu;
+use crate::cost_profile::CostProfile;
 use crate::model::{LinearModel, TimeModel};
 use crate::platform::{Link, Platform, PuClass, PuKind};
 
@@ -63,10 +66,56 @@ pub enum App {
     /// Closed-form Black-Scholes pricing; a unit is one option (call and
     /// put).
     BlackScholes,
+    /// Binomial-lattice (CRR) pricing with `steps` time steps; a unit is
+    /// one option. Regular.
+    Binomial {
+        /// Time steps of the lattice.
+        steps: u32,
+    },
+    /// One all-pairs N-body step; a unit is one body (its acceleration
+    /// from every body). Regular.
+    NBody {
+        /// Bodies.
+        bodies: u64,
+    },
+    /// A `size × size` Mandelbrot image (`plb app mandelbrot`'s region and
+    /// iteration cap); a unit is one row. Irregular: its cost profile is
+    /// the iterations per row ([`App::profile`]).
+    Mandelbrot {
+        /// Rows (= columns).
+        size: u64,
+    },
+    /// A `size × size` ray-traced image (`plb app raytrace`'s scene); a
+    /// unit is one row. Irregular: its profile is the ray-sphere tests per
+    /// row.
+    RayTrace {
+        /// Rows (= columns).
+        size: u64,
+    },
 }
 
+/// Rows and columns at which the irregular kernels' cost profiles are
+/// sampled (a 256 x 256 rendering: milliseconds).
+pub const PROFILE_SAMPLE: usize = 256;
+
+/// The applications of the first papers (PLB-HAC, PLB-HeC): the
+/// simulated experiments 1-5 run these.
+pub const PAPER_APPS: [&str; 4] = ["mm", "grn", "kmeans", "blackscholes"];
+
+/// The co-execution kernels of the Sigmoid paper (`plb experiment coexec`).
+pub const COEXEC_APPS: [&str; 4] = ["binomial", "nbody", "mandelbrot", "raytrace"];
+
 /// Names accepted by [`App::parse`].
-pub const APPS: [&str; 4] = ["mm", "grn", "kmeans", "blackscholes"];
+pub const APPS: [&str; 8] = [
+    "mm",
+    "grn",
+    "kmeans",
+    "blackscholes",
+    "binomial",
+    "nbody",
+    "mandelbrot",
+    "raytrace",
+];
 
 /// What one work unit costs on any device.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -98,6 +147,10 @@ impl App {
                 iterations: 100,
             },
             "blackscholes" => App::BlackScholes,
+            "binomial" => App::Binomial { steps: 254 },
+            "nbody" => App::NBody { bodies: 262_144 },
+            "mandelbrot" => App::Mandelbrot { size: 16_384 },
+            "raytrace" => App::RayTrace { size: 8_192 },
             _ => return None,
         })
     }
@@ -109,6 +162,10 @@ impl App {
             App::Grn { .. } => "grn",
             App::KMeans { .. } => "kmeans",
             App::BlackScholes => "blackscholes",
+            App::Binomial { .. } => "binomial",
+            App::NBody { .. } => "nbody",
+            App::Mandelbrot { .. } => "mandelbrot",
+            App::RayTrace { .. } => "raytrace",
         }
     }
 
@@ -120,6 +177,9 @@ impl App {
             App::MatMul { n } => n,
             App::Grn { genes, .. } => genes,
             App::KMeans { .. } | App::BlackScholes => 500_000,
+            App::Binomial { .. } => 4 << 20,
+            App::NBody { bodies } => bodies,
+            App::Mandelbrot { size } | App::RayTrace { size } => size,
         }
     }
 
@@ -171,7 +231,75 @@ impl App {
                 link_bytes: 20.0,
                 parallelism: 1.0,
             },
+            // steps·(steps+1)/2 node updates of 3 flops each.
+            App::Binomial { steps } => {
+                let s = f64::from(steps);
+                UnitCost {
+                    flops: 1.5 * s * (s + 1.0),
+                    mem_bytes: 16.0,
+                    block_bytes: 0.0,
+                    link_bytes: 16.0,
+                    parallelism: 1.0,
+                }
+            }
+            // 20 flops per interaction; the positions (16 B per body) are
+            // streamed once per block.
+            App::NBody { bodies } => {
+                let b = bodies as f64;
+                UnitCost {
+                    flops: 20.0 * b,
+                    mem_bytes: 32.0,
+                    block_bytes: 16.0 * b,
+                    link_bytes: 16.0,
+                    parallelism: 1.0,
+                }
+            }
+            // 10 flops per iteration, the mean iterations per pixel of the
+            // sampled rendering; 4 bytes out per pixel.
+            App::Mandelbrot { size } => {
+                let cols = size as f64;
+                let per_pixel = mean_per_pixel(&crate::kernels::mandelbrot::row_costs(
+                    PROFILE_SAMPLE,
+                    PROFILE_SAMPLE,
+                ));
+                UnitCost {
+                    flops: 10.0 * per_pixel * cols,
+                    mem_bytes: 4.0 * cols,
+                    block_bytes: 0.0,
+                    link_bytes: 4.0 * cols,
+                    parallelism: cols,
+                }
+            }
+            // 30 flops per ray-sphere test; 12 bytes (RGB) out per pixel.
+            App::RayTrace { size } => {
+                let cols = size as f64;
+                let per_pixel = mean_per_pixel(&crate::kernels::raytrace::row_costs(
+                    PROFILE_SAMPLE,
+                    PROFILE_SAMPLE,
+                ));
+                UnitCost {
+                    flops: 30.0 * per_pixel * cols,
+                    mem_bytes: 12.0 * cols,
+                    block_bytes: 0.0,
+                    link_bytes: 12.0 * cols,
+                    parallelism: cols,
+                }
+            }
         }
+    }
+
+    /// The per-row cost profile of an irregular kernel (`None`: regular).
+    pub fn profile(&self) -> Option<CostProfile> {
+        let rows = match self {
+            App::Mandelbrot { .. } => {
+                crate::kernels::mandelbrot::row_costs(PROFILE_SAMPLE, PROFILE_SAMPLE)
+            }
+            App::RayTrace { .. } => {
+                crate::kernels::raytrace::row_costs(PROFILE_SAMPLE, PROFILE_SAMPLE)
+            }
+            _ => return None,
+        };
+        CostProfile::new(&rows).ok()
     }
 
     /// Fraction of peak FP32 flop/s the application reaches on `kind`
@@ -191,6 +319,20 @@ impl App {
             (App::BlackScholes, Cpu) => 0.30,
             (App::BlackScholes, Gpu) => 0.40,
             (App::BlackScholes, Phi) => 0.25,
+            (App::Binomial { .. }, Cpu) => 0.40,
+            (App::Binomial { .. }, Gpu) => 0.50,
+            (App::Binomial { .. }, Phi) => 0.30,
+            (App::NBody { .. }, Cpu) => 0.50,
+            (App::NBody { .. }, Gpu) => 0.60,
+            (App::NBody { .. }, Phi) => 0.40,
+            // Divergent loops: SIMD lanes and warps wait for the slowest
+            // pixel.
+            (App::Mandelbrot { .. }, Cpu) => 0.30,
+            (App::Mandelbrot { .. }, Gpu) => 0.35,
+            (App::Mandelbrot { .. }, Phi) => 0.20,
+            (App::RayTrace { .. }, Cpu) => 0.25,
+            (App::RayTrace { .. }, Gpu) => 0.20,
+            (App::RayTrace { .. }, Phi) => 0.15,
         }
     }
 }
@@ -306,6 +448,7 @@ pub fn transfer_line(path: Option<Link>, app: &App) -> LinearModel {
 /// One simulated PU per PU of `platform`, in [`Platform::pus`] order, with
 /// its true compute curve, transfer line, noise and speed changes.
 pub fn sim_pus(platform: &Platform, app: &App) -> Vec<SimPu> {
+    let profile = app.profile().map(Arc::new);
     platform
         .pus()
         .into_iter()
@@ -315,7 +458,14 @@ pub fn sim_pus(platform: &Platform, app: &App) -> Vec<SimPu> {
             pu.transfer = Box::new(transfer_line(r.path, app));
             pu.noise = class.noise;
             pu.speed_changes = class.changes.clone();
+            pu.profile = profile.clone();
             pu
         })
         .collect()
+}
+
+/// Mean of a sampled rendering's per-row totals, per pixel.
+fn mean_per_pixel(row_costs: &[f64]) -> f64 {
+    let total: f64 = row_costs.iter().sum();
+    (total / (PROFILE_SAMPLE * PROFILE_SAMPLE) as f64).max(1.0)
 }

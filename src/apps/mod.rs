@@ -21,12 +21,17 @@
 mod bench;
 mod exec;
 
+pub mod binomial;
 pub mod blackscholes;
 pub mod grn;
 mod grn_ref;
 pub mod kmeans;
 mod kmeans_ref;
+pub mod mandelbrot;
 pub mod mm;
+pub mod nbody;
+pub mod raytrace;
+mod rows;
 
 use std::ffi::c_void;
 use std::process::ExitCode;
@@ -99,6 +104,38 @@ pub const APPS: &[App] = &[
         test_n: 20_000,
         bench_n: 1 << 21,
         build: kmeans::build,
+    },
+    App {
+        name: "binomial",
+        about: "binomial-lattice (254 steps) call and put prices of n European options; unit: one option (regular)",
+        default_n: 65_536,
+        test_n: 1_000,
+        bench_n: 65_536,
+        build: binomial::build,
+    },
+    App {
+        name: "nbody",
+        about: "one all-pairs gravitational step over n bodies; unit: one body (regular)",
+        default_n: 16_384,
+        test_n: 1_024,
+        bench_n: 16_384,
+        build: nbody::build,
+    },
+    App {
+        name: "mandelbrot",
+        about: "n x n Mandelbrot image, up to 1024 iterations; unit: one row (irregular)",
+        default_n: 1_536,
+        test_n: 128,
+        bench_n: 1_536,
+        build: mandelbrot::build,
+    },
+    App {
+        name: "raytrace",
+        about: "n x n ray-traced image (mirror spheres, shadows, 8 bounces); unit: one row (irregular)",
+        default_n: 2_048,
+        test_n: 96,
+        bench_n: 2_048,
+        build: raytrace::build,
     },
 ];
 

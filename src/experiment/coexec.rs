@@ -168,10 +168,10 @@ const REAL_SWEEP_MIN: [u64; 3] = [256, 64, 16];
 
 /// Kernel sizes: (name, full, quick). About 1–3 s on one core at full size.
 const SIZES: &[(&str, u64, u64)] = &[
-    ("binomial", 16_384, 2_048),
-    ("nbody", 16_384, 4_096),
-    ("mandelbrot", 2_048, 512),
-    ("raytrace", 1_024, 256),
+    ("binomial", 65_536, 4_096),
+    ("nbody", 16_384, 2_048),
+    ("mandelbrot", 1_536, 256),
+    ("raytrace", 2_048, 256),
 ];
 
 fn size(opts: &Options, kernel: &str) -> u64 {

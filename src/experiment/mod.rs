@@ -56,13 +56,13 @@ const DEFAULT_POLICIES: &str = "greedy,plb-hac,plb-hec,hdss,acosta,eager,dmda,dm
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Command {
     #[command(subcommand)]
-    balance: Option<Balance>,
+    balance: Option<Experiment>,
     #[command(flatten)]
     options: Options,
 }
 
 #[derive(Subcommand)]
-enum Balance {
+enum Experiment {
     /// Divisible-load balancers vs the optimum on 2 CPU workers with
     /// EMULATED heterogeneity (real runs of a synthetic kernel)
     Balance(balance::Options),
@@ -78,15 +78,15 @@ enum Balance {
 impl Command {
     pub fn run(self) -> Result<ExitCode, Failure> {
         match self.balance {
-            Some(Balance::Balance(opts)) => balance::run(&opts)?,
-            Some(Balance::Coexec(opts)) => {
+            Some(Experiment::Balance(opts)) => balance::run(&opts)?,
+            Some(Experiment::Coexec(opts)) => {
                 let written = coexec::run(&opts)?;
                 println!("\nwritten:");
                 for path in written {
                     println!("  {}", path.display());
                 }
             }
-            Some(Balance::Dag(opts)) => {
+            Some(Experiment::Dag(opts)) => {
                 let written = dag::run(&opts)?;
                 println!("\nwritten:");
                 for path in written {

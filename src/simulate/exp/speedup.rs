@@ -45,7 +45,7 @@ pub(super) fn exp1(a: &Settings) -> Result<(), String> {
     for platform in ["plb-hac", "plb-hec"] {
         let p = Platform::builtin(platform).ok_or("builtin")?;
         let machines = p.machines();
-        for app_name in workload::APPS {
+        for app_name in workload::PAPER_APPS {
             for size in exp1_sizes(app_name, a.quick) {
                 let (app, total) = sized_app(app_name, size)?;
                 for k in 1..=machines.len() {
