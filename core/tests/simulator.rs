@@ -586,6 +586,9 @@ fn irregular_work_does_not_make_any_balancer_diverge() {
             "greedy" | "dynamic" | "sigmoid" => 0.8,
             _ => 0.15,
         };
-        assert!(eff > floor, "{name}: efficiency {eff:.3} on irregular work (floor {floor})");
+        assert!(
+            eff > floor,
+            "{name}: efficiency {eff:.3} on irregular work (floor {floor})"
+        );
     }
 }
