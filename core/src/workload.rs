@@ -148,7 +148,7 @@ impl App {
             },
             "blackscholes" => App::BlackScholes,
             "binomial" => App::Binomial { steps: 254 },
-            "nbody" => App::NBody { bodies: 262_144 },
+            "nbody" => App::NBody { bodies: 1 << 20 },
             "mandelbrot" => App::Mandelbrot { size: 16_384 },
             "raytrace" => App::RayTrace { size: 8_192 },
             _ => return None,

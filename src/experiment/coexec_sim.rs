@@ -70,8 +70,12 @@ fn powers(p: &Platform) -> Result<Vec<Power>, String> {
 fn run_one(spec: &str, pus: &[SimPu], total: u64, seed: u64) -> Result<SimReport, String> {
     let mut b =
         plb_core::balance::registry::build(spec, pus.len(), total).map_err(|e| e.to_string())?;
-    simulate(b.as_mut(), pus, total, SimOptions { noise: NOISE, seed })
-        .map_err(|e| format!("{spec}: {e:?}"))
+    let r = simulate(b.as_mut(), pus, total, SimOptions { noise: NOISE, seed })
+        .map_err(|e| format!("{spec}: {e:?}"))?;
+    if seed == 1 && !spec.contains(':') {
+        eprintln!("coexec:     {spec}: {}", b.stats());
+    }
+    Ok(r)
 }
 
 fn shape(r: &SimReport, n: usize) -> RunShape {

@@ -16,11 +16,16 @@ use super::Completion;
 /// Packages a PU's power is averaged over.
 pub const POWER_WINDOW: usize = 4;
 
+/// Packages whose sizes are within this factor count as equally sized
+/// ([`Powers::variability`]).
+pub const COMPARABLE: f64 = 1.25;
+
 /// Online powers of `n` PUs (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct Powers {
     window: usize,
-    recent: Vec<VecDeque<f64>>,
+    /// (package length, throughput) of the last `window` packages.
+    recent: Vec<VecDeque<(f64, f64)>>,
     fallbacks: u64,
 }
 
@@ -44,7 +49,8 @@ impl Powers {
                 if r.len() == self.window {
                     r.pop_front();
                 }
-                r.push_back(done.block.len as f64 / secs);
+                let len = done.block.len as f64;
+                r.push_back((len, len / secs));
                 true
             }
             _ => false,
@@ -55,7 +61,7 @@ impl Powers {
     /// usable measurement.
     pub fn measured(&self, pu: usize) -> Option<f64> {
         let r = self.recent.get(pu)?;
-        (!r.is_empty()).then(|| r.iter().sum::<f64>() / r.len() as f64)
+        (!r.is_empty()).then(|| r.iter().map(|(_, t)| t).sum::<f64>() / r.len() as f64)
     }
 
     /// Every PU's power: measured, else the mean of the measured ones, else
@@ -91,15 +97,25 @@ impl Powers {
     }
 
     /// The coefficient of variation (standard deviation / mean) of PU
-    /// `pu`'s recent throughputs, with at least two of them.
+    /// `pu`'s recent throughputs over packages of comparable size (within
+    /// a factor [`COMPARABLE`] of its latest package), with at least two of
+    /// them. As the paper defines irregularity on equally sized chunks: a
+    /// device whose throughput grows with the package size (a GPU filling
+    /// up) is not irregular.
     pub fn variability(&self, pu: usize) -> Option<f64> {
         let r = self.recent.get(pu)?;
-        if r.len() < 2 {
+        let &(last, _) = r.back()?;
+        let alike: Vec<f64> = r
+            .iter()
+            .filter(|(len, _)| *len * COMPARABLE >= last && *len <= last * COMPARABLE)
+            .map(|(_, t)| *t)
+            .collect();
+        if alike.len() < 2 {
             return None;
         }
-        let n = r.len() as f64;
-        let mean = r.iter().sum::<f64>() / n;
-        let var = r.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        let n = alike.len() as f64;
+        let mean = alike.iter().sum::<f64>() / n;
+        let var = alike.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
         (mean > 0.0).then(|| var.sqrt() / mean)
     }
 
@@ -157,9 +173,24 @@ mod tests {
         assert_eq!(p.variability(0), None);
         p.record(&done(0, 100, 1.0));
         assert_eq!(p.variability(0), Some(0.0));
-        p.record(&done(0, 200, 1.0));
-        // 100, 100, 200: mean 133.3, sample deviation 57.74.
+        p.record(&done(0, 110, 0.55));
+        // 100, 100, 200 units/s: mean 133.3, sample deviation 57.74.
         let cv = p.variability(0).unwrap();
         assert!((cv - 0.433_012_7).abs() < 1e-6, "{cv}");
+    }
+
+    #[test]
+    fn a_slow_small_probe_is_not_variability() {
+        // A probe of 10 units at a tenth of the throughput of the large
+        // packages that follow (a GPU not yet full): regular.
+        let mut p = Powers::new(1, 4);
+        p.record(&done(0, 10, 1.0));
+        p.record(&done(0, 1000, 10.0));
+        assert_eq!(p.variability(0), None);
+        p.record(&done(0, 1200, 12.0));
+        assert_eq!(p.variability(0), Some(0.0));
+        // A package twice as large is not compared with them.
+        p.record(&done(0, 2400, 12.0));
+        assert_eq!(p.variability(0), None);
     }
 }

@@ -41,6 +41,10 @@ use super::{Balancer, BalancerStats, Completion, ConfigError, Decision, PuId};
 
 /// Rounds of packages the plateau's size is set for (`M`).
 pub const PLATEAU_ROUNDS: f64 = 4.0;
+/// Rounds of packages the plateau is set for once the kernel proved
+/// irregular (`M` then): smaller packages, so that one package on rows
+/// costlier than the ones measured cannot outlast the others' work.
+pub const PLATEAU_ROUNDS_IRREGULAR: f64 = 8.0;
 /// Logistic slope while the kernel looks regular.
 pub const SLOPE_REGULAR: f64 = 10.0;
 /// Logistic slope once the kernel proved irregular.
@@ -130,8 +134,12 @@ impl Sigmoid {
         } else {
             1.0 / powers.len() as f64
         };
-        let curve =
-            share * (total / PLATEAU_ROUNDS) * normalised_logistic(self.slope(), rest / total);
+        let rounds = if self.irregular {
+            PLATEAU_ROUNDS_IRREGULAR
+        } else {
+            PLATEAU_ROUNDS
+        };
+        let curve = share * (total / rounds) * normalised_logistic(self.slope(), rest / total);
         let by_time = if sum > 0.0 {
             (powers[pu] * MAX_IMBALANCE * total / sum).ceil() as u64
         } else {
