@@ -85,25 +85,7 @@ impl Workload for Binomial {
         self.n as u64
     }
 
-    fn codelet(&self) -> *mut sys::starpu_codelet {
-        // Only the address of the C global is taken (no access).
-        &raw mut plb_bin_cl
-    }
-
-    fn prepare(&mut self) -> Result<(), String> {
-        // SAFETY: StarPU is initialised, no task submitted yet.
-        let rc = unsafe { plb_bin_init() };
-        if rc != 0 {
-            return Err(format!("binomial: loading the OpenCL kernel failed ({rc})"));
-        }
-        Ok(())
-    }
-
-    fn release(&mut self) {
-        // SAFETY: after the last task, before starpu_shutdown, once after a
-        // successful `prepare` (the framework's contract).
-        unsafe { plb_bin_fini() };
-    }
+    super::c_codelet!("binomial", plb_bin_cl, plb_bin_init, plb_bin_fini);
 
     fn register_block(
         &mut self,

@@ -107,27 +107,7 @@ impl Workload for BlackScholes {
         self.n as u64
     }
 
-    fn codelet(&self) -> *mut sys::starpu_codelet {
-        // Only the address of the C global is taken (no access).
-        &raw mut plb_bs_cl
-    }
-
-    fn prepare(&mut self) -> Result<(), String> {
-        // SAFETY: StarPU is initialised, no task submitted yet.
-        let rc = unsafe { plb_bs_init() };
-        if rc != 0 {
-            return Err(format!(
-                "blackscholes: loading the OpenCL kernel failed ({rc})"
-            ));
-        }
-        Ok(())
-    }
-
-    fn release(&mut self) {
-        // SAFETY: after the last task, before starpu_shutdown, once after a
-        // successful `prepare` (the framework's contract).
-        unsafe { plb_bs_fini() };
-    }
+    super::c_codelet!("blackscholes", plb_bs_cl, plb_bs_init, plb_bs_fini);
 
     fn register_block(
         &mut self,

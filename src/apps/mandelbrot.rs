@@ -71,27 +71,12 @@ impl Workload for Mandelbrot {
         self.n as u64
     }
 
-    fn codelet(&self) -> *mut sys::starpu_codelet {
-        // Only the address of the C global is taken (no access).
-        &raw mut plb_mandel_cl
-    }
-
-    fn prepare(&mut self) -> Result<(), String> {
-        // SAFETY: StarPU is initialised, no task submitted yet.
-        let rc = unsafe { plb_mandel_init() };
-        if rc != 0 {
-            return Err(format!(
-                "mandelbrot: loading the OpenCL kernel failed ({rc})"
-            ));
-        }
-        Ok(())
-    }
-
-    fn release(&mut self) {
-        // SAFETY: after the last task, before starpu_shutdown, once after a
-        // successful `prepare` (the framework's contract).
-        unsafe { plb_mandel_fini() };
-    }
+    super::c_codelet!(
+        "mandelbrot",
+        plb_mandel_cl,
+        plb_mandel_init,
+        plb_mandel_fini
+    );
 
     fn register_block(
         &mut self,

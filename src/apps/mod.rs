@@ -18,6 +18,35 @@
 //! equal fixed-size tasks under any other), timing, the summary line, the
 //! verification and the exit status (1 when the result is wrong).
 
+/// The `codelet`, `prepare` and `release` methods of a [`Workload`] whose
+/// C file exports the codelet `$cl` and `$init()` / `$fini()` (loading and
+/// unloading its OpenCL program): one copy of that glue for every
+/// application.
+macro_rules! c_codelet {
+    ($app:literal, $cl:ident, $init:ident, $fini:ident) => {
+        fn codelet(&self) -> *mut starpu_sys::starpu_codelet {
+            // Only the address of the C global is taken (no access).
+            &raw mut $cl
+        }
+
+        fn prepare(&mut self) -> Result<(), String> {
+            // SAFETY: StarPU is initialised, no task submitted yet.
+            let rc = unsafe { $init() };
+            if rc != 0 {
+                return Err(format!("{}: loading the OpenCL kernel failed ({rc})", $app));
+            }
+            Ok(())
+        }
+
+        fn release(&mut self) {
+            // SAFETY: after the last task, before starpu_shutdown, once
+            // after a successful `prepare` (the framework's contract).
+            unsafe { $fini() };
+        }
+    };
+}
+pub(crate) use c_codelet;
+
 mod bench;
 mod exec;
 

@@ -76,25 +76,7 @@ impl Workload for NBody {
         self.n as u64
     }
 
-    fn codelet(&self) -> *mut sys::starpu_codelet {
-        // Only the address of the C global is taken (no access).
-        &raw mut plb_nbody_cl
-    }
-
-    fn prepare(&mut self) -> Result<(), String> {
-        // SAFETY: StarPU is initialised, no task submitted yet.
-        let rc = unsafe { plb_nbody_init() };
-        if rc != 0 {
-            return Err(format!("nbody: loading the OpenCL kernel failed ({rc})"));
-        }
-        Ok(())
-    }
-
-    fn release(&mut self) {
-        // SAFETY: after the last task, before starpu_shutdown, once after a
-        // successful `prepare` (the framework's contract).
-        unsafe { plb_nbody_fini() };
-    }
+    super::c_codelet!("nbody", plb_nbody_cl, plb_nbody_init, plb_nbody_fini);
 
     fn register_shared(&mut self, data: &mut Data) -> Result<(), String> {
         // SAFETY: `bodies` holds 4n floats, is never resized, and is not

@@ -71,25 +71,7 @@ impl Workload for RayTrace {
         self.n as u64
     }
 
-    fn codelet(&self) -> *mut sys::starpu_codelet {
-        // Only the address of the C global is taken (no access).
-        &raw mut plb_rt_cl
-    }
-
-    fn prepare(&mut self) -> Result<(), String> {
-        // SAFETY: StarPU is initialised, no task submitted yet.
-        let rc = unsafe { plb_rt_init() };
-        if rc != 0 {
-            return Err(format!("raytrace: loading the OpenCL kernel failed ({rc})"));
-        }
-        Ok(())
-    }
-
-    fn release(&mut self) {
-        // SAFETY: after the last task, before starpu_shutdown, once after a
-        // successful `prepare` (the framework's contract).
-        unsafe { plb_rt_fini() };
-    }
+    super::c_codelet!("raytrace", plb_rt_cl, plb_rt_init, plb_rt_fini);
 
     fn register_block(
         &mut self,

@@ -166,12 +166,13 @@ const CONFIGS: &[Config] = &[
 const REAL_SWEEP_K: [f64; 3] = [1.0, 2.0, 4.0];
 const REAL_SWEEP_MIN: [u64; 3] = [256, 64, 16];
 
-/// Kernel sizes: (name, full, quick). About 1–3 s on one core at full size.
+/// Kernel sizes: (name, full, quick). About 0.5-1 s on one core at full
+/// size (the fast PU alone).
 const SIZES: &[(&str, u64, u64)] = &[
-    ("binomial", 65_536, 4_096),
-    ("nbody", 16_384, 2_048),
-    ("mandelbrot", 1_536, 256),
-    ("raytrace", 2_048, 256),
+    ("binomial", 32_768, 4_096),
+    ("nbody", 12_288, 2_048),
+    ("mandelbrot", 1_088, 256),
+    ("raytrace", 1_440, 256),
 ];
 
 fn size(opts: &Options, kernel: &str) -> u64 {
@@ -183,6 +184,51 @@ fn size(opts: &Options, kernel: &str) -> u64 {
             (None, _) => crate::apps::find(kernel).map_or(1024, |a| a.test_n),
         }
     })
+}
+
+/// Repetitions of every solo run (at least).
+const SOLO_REPS: usize = 3;
+
+/// A thread spinning on the machine's other core while a PU runs alone.
+///
+/// This VM's two vCPUs slow each other down when both run (a kernel alone
+/// on one core took 0.41-0.66 s, bimodal, and 0.58-0.66 s with the other
+/// core busy): a co-executed run always has both busy, so a solo time
+/// taken beside an idle core would overstate the PU's speed in
+/// co-execution and the maximum achievable speedup with it. Stops (and is
+/// joined) on drop.
+struct Busy {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Busy {
+    fn start() -> Busy {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut x = 1.0f64;
+            while !flag.load(Ordering::Relaxed) {
+                for _ in 0..10_000 {
+                    x = std::hint::black_box(x * 0.999_999_9 + 1e-7);
+                }
+            }
+        });
+        Busy {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// One `plb app` run's summary.
@@ -411,11 +457,13 @@ fn real(opts: &Options, written: &mut Vec<PathBuf>) -> Result<Vec<Row>, String> 
         for kernel in &opts.kernels {
             let n = size(opts, kernel);
             // Solo times: the whole kernel in one block on each PU alone,
-            // median of the repetitions.
+            // median of the repetitions, the other core kept busy (see
+            // `Busy`).
             let mut solo = Vec::new();
+            let busy = Busy::start();
             for (prefix, args, emulate, _) in &cfg.pus {
                 let mut times = Vec::new();
-                for _ in 0..reps {
+                for _ in 0..reps.max(SOLO_REPS) {
                     let r = app_run(
                         kernel,
                         n,
@@ -429,9 +477,17 @@ fn real(opts: &Options, written: &mut Vec<PathBuf>) -> Result<Vec<Row>, String> 
                     times.push(r.makespan_s);
                 }
                 let t = median(&mut times);
-                eprintln!("coexec:   {kernel} n={n}: {prefix} alone {:.3} s", t);
+                eprintln!(
+                    "coexec:   {kernel} n={n}: {prefix} alone {t:.3} s (the other core busy; runs {})",
+                    times
+                        .iter()
+                        .map(|t| format!("{t:.3}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                );
                 solo.push(t);
             }
+            drop(busy);
             for b in opts
                 .balancers
                 .iter()
@@ -753,7 +809,7 @@ pub fn package_plot(
         let f = traces.join(format!("{prefix}-{}.csv", b.replace([':', ','], "_")));
         if f.exists() {
             plots.push(format!(
-                "'{}' using ($5):($3) every ::1 with linespoints pt 7 ps 0.5 title '{b}'",
+                "'{}' using ($5):($3) every ::1 with points pt 7 ps 0.6 title '{b}'",
                 f.display()
             ));
         }
