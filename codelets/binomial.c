@@ -109,23 +109,14 @@ static void bin_opencl(void *buffers[], void *arg)
 	const struct plb_bin_params *prm = plb_app_params(arg);
 	cl_int n = (cl_int)STARPU_VECTOR_GET_NX(buffers[0]);
 	cl_float r = prm->riskfree, v = prm->volatility;
-	int devid = starpu_worker_get_devid(starpu_worker_get_id());
-	cl_kernel kernel;
 	cl_command_queue queue;
 	double t0 = plb_app_start();
-	cl_int err = starpu_opencl_load_kernel(&kernel, &queue, &bin_program, "plb_binomial", devid);
-	if (err != CL_SUCCESS)
-		STARPU_OPENCL_REPORT_ERROR(err);
+	cl_kernel kernel = plb_app_opencl_kernel(&bin_program, "plb_binomial", &queue);
 	int a = 0;
-	err = clSetKernelArg(kernel, a++, sizeof(n), &n);
+	cl_int err = clSetKernelArg(kernel, a++, sizeof(n), &n);
 	err |= clSetKernelArg(kernel, a++, sizeof(r), &r);
 	err |= clSetKernelArg(kernel, a++, sizeof(v), &v);
-	for (int i = 0; i < 5; i++) {
-		cl_mem mem = (cl_mem)STARPU_VECTOR_GET_DEV_HANDLE(buffers[i]);
-		cl_int off = (cl_int)(STARPU_VECTOR_GET_OFFSET(buffers[i]) / sizeof(float));
-		err |= clSetKernelArg(kernel, a++, sizeof(mem), &mem);
-		err |= clSetKernelArg(kernel, a++, sizeof(off), &off);
-	}
+	err |= plb_app_opencl_vectors(kernel, &a, buffers, 5, sizeof(float));
 	if (err != CL_SUCCESS)
 		STARPU_OPENCL_REPORT_ERROR(err);
 	size_t local = 64;

@@ -90,21 +90,14 @@ static void mandel_opencl(void *buffers[], void *arg)
 	cl_int size = (cl_int)prm->size;
 	cl_int rows = (cl_int)(STARPU_VECTOR_GET_NX(buffers[0]) / prm->size);
 	cl_int first = (cl_int)task->offset;
-	cl_mem mem = (cl_mem)STARPU_VECTOR_GET_DEV_HANDLE(buffers[0]);
-	cl_int off = (cl_int)(STARPU_VECTOR_GET_OFFSET(buffers[0]) / sizeof(uint32_t));
-	int devid = starpu_worker_get_devid(starpu_worker_get_id());
-	cl_kernel kernel;
 	cl_command_queue queue;
 	double t0 = plb_app_start();
-	cl_int err = starpu_opencl_load_kernel(&kernel, &queue, &mandel_program, "plb_mandelbrot", devid);
-	if (err != CL_SUCCESS)
-		STARPU_OPENCL_REPORT_ERROR(err);
+	cl_kernel kernel = plb_app_opencl_kernel(&mandel_program, "plb_mandelbrot", &queue);
 	int a = 0;
-	err = clSetKernelArg(kernel, a++, sizeof(size), &size);
+	cl_int err = clSetKernelArg(kernel, a++, sizeof(size), &size);
 	err |= clSetKernelArg(kernel, a++, sizeof(first), &first);
 	err |= clSetKernelArg(kernel, a++, sizeof(rows), &rows);
-	err |= clSetKernelArg(kernel, a++, sizeof(mem), &mem);
-	err |= clSetKernelArg(kernel, a++, sizeof(off), &off);
+	err |= plb_app_opencl_vectors(kernel, &a, buffers, 1, sizeof(uint32_t));
 	if (err != CL_SUCCESS)
 		STARPU_OPENCL_REPORT_ERROR(err);
 	size_t local[2] = { 64, 1 };

@@ -87,25 +87,14 @@ static void nbody_opencl(void *buffers[], void *arg)
 	cl_int n = (cl_int)(STARPU_VECTOR_GET_NX(buffers[0]) / 4);
 	cl_int len = (cl_int)(STARPU_VECTOR_GET_NX(buffers[1]) / 4);
 	cl_int first = (cl_int)task->offset;
-	int devid = starpu_worker_get_devid(starpu_worker_get_id());
-	cl_kernel kernel;
 	cl_command_queue queue;
 	double t0 = plb_app_start();
-	cl_int err = starpu_opencl_load_kernel(&kernel, &queue, &nbody_program, "plb_nbody", devid);
-	if (err != CL_SUCCESS)
-		STARPU_OPENCL_REPORT_ERROR(err);
+	cl_kernel kernel = plb_app_opencl_kernel(&nbody_program, "plb_nbody", &queue);
 	int a = 0;
-	err = clSetKernelArg(kernel, a++, sizeof(n), &n);
+	cl_int err = clSetKernelArg(kernel, a++, sizeof(n), &n);
 	err |= clSetKernelArg(kernel, a++, sizeof(len), &len);
 	err |= clSetKernelArg(kernel, a++, sizeof(first), &first);
-	for (int i = 0; i < 2; i++) {
-		cl_mem mem = (cl_mem)STARPU_VECTOR_GET_DEV_HANDLE(buffers[i]);
-		/* In float4 elements (the offsets of StarPU's sub-buffers are
-		 * multiples of 16 bytes here: whole bodies). */
-		cl_int off = (cl_int)(STARPU_VECTOR_GET_OFFSET(buffers[i]) / (4 * sizeof(float)));
-		err |= clSetKernelArg(kernel, a++, sizeof(mem), &mem);
-		err |= clSetKernelArg(kernel, a++, sizeof(off), &off);
-	}
+	err |= plb_app_opencl_vectors(kernel, &a, buffers, 2, 4 * sizeof(float));
 	if (err != CL_SUCCESS)
 		STARPU_OPENCL_REPORT_ERROR(err);
 	size_t local = 64;

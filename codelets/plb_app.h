@@ -88,6 +88,35 @@ static inline void plb_app_opencl_unload(struct starpu_opencl_program *program, 
 	*loaded = 0;
 }
 
+/* Loads kernel `name` of `program` for the calling OpenCL worker (its
+ * queue in *queue); reports and aborts on error, as StarPU's examples do. */
+static inline cl_kernel plb_app_opencl_kernel(struct starpu_opencl_program *program,
+					      const char *name, cl_command_queue *queue)
+{
+	cl_kernel kernel;
+	int devid = starpu_worker_get_devid(starpu_worker_get_id());
+	cl_int err = starpu_opencl_load_kernel(&kernel, queue, program, name, devid);
+	if (err != CL_SUCCESS)
+		STARPU_OPENCL_REPORT_ERROR(err);
+	return kernel;
+}
+
+/* Sets the kernel's arguments *arg, *arg + 1, ... to (cl_mem, offset in
+ * elements of elem bytes) of each of the n vector buffers, advancing *arg;
+ * returns the OR of the errors. */
+static inline cl_int plb_app_opencl_vectors(cl_kernel kernel, int *arg, void *buffers[], int n,
+					    size_t elem)
+{
+	cl_int err = CL_SUCCESS;
+	for (int i = 0; i < n; i++) {
+		cl_mem mem = (cl_mem)STARPU_VECTOR_GET_DEV_HANDLE(buffers[i]);
+		cl_int off = (cl_int)(STARPU_VECTOR_GET_OFFSET(buffers[i]) / elem);
+		err |= clSetKernelArg(kernel, (*arg)++, sizeof(mem), &mem);
+		err |= clSetKernelArg(kernel, (*arg)++, sizeof(off), &off);
+	}
+	return err;
+}
+
 /* Runs kernel over dims dimensions of global work items (local may be NULL),
  * waits for it, releases it and reports the task's time since t0_us
  * (plb_app_finish): the end every OpenCL codelet shares. */

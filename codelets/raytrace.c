@@ -213,21 +213,14 @@ static void rt_opencl(void *buffers[], void *arg)
 	cl_int size = (cl_int)prm->size;
 	cl_int rows = (cl_int)(STARPU_VECTOR_GET_NX(buffers[0]) / (3 * prm->size));
 	cl_int first = (cl_int)task->offset;
-	cl_mem mem = (cl_mem)STARPU_VECTOR_GET_DEV_HANDLE(buffers[0]);
-	cl_int off = (cl_int)(STARPU_VECTOR_GET_OFFSET(buffers[0]) / sizeof(float));
-	int devid = starpu_worker_get_devid(starpu_worker_get_id());
-	cl_kernel kernel;
 	cl_command_queue queue;
 	double t0 = plb_app_start();
-	cl_int err = starpu_opencl_load_kernel(&kernel, &queue, &rt_program, "plb_raytrace", devid);
-	if (err != CL_SUCCESS)
-		STARPU_OPENCL_REPORT_ERROR(err);
+	cl_kernel kernel = plb_app_opencl_kernel(&rt_program, "plb_raytrace", &queue);
 	int a = 0;
-	err = clSetKernelArg(kernel, a++, sizeof(size), &size);
+	cl_int err = clSetKernelArg(kernel, a++, sizeof(size), &size);
 	err |= clSetKernelArg(kernel, a++, sizeof(first), &first);
 	err |= clSetKernelArg(kernel, a++, sizeof(rows), &rows);
-	err |= clSetKernelArg(kernel, a++, sizeof(mem), &mem);
-	err |= clSetKernelArg(kernel, a++, sizeof(off), &off);
+	err |= plb_app_opencl_vectors(kernel, &a, buffers, 1, sizeof(float));
 	if (err != CL_SUCCESS)
 		STARPU_OPENCL_REPORT_ERROR(err);
 	size_t local[2] = { 64, 1 };
