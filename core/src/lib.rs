@@ -20,6 +20,7 @@
 pub mod balance;
 pub mod baselines;
 pub mod bench;
+pub mod cluster;
 pub mod coexec;
 pub mod cost_profile;
 pub mod dag;
