@@ -21,6 +21,8 @@ pub mod fpm;
 pub mod gpa;
 pub mod hierarchy;
 pub mod partition;
+pub mod platform;
+pub mod sim;
 
 pub use hierarchy::{Bench, HierConfig, HierOutcome, NodePart, inpa};
 pub use partition::{Algorithm, Level, LevelConfig, Outcome, Step};
