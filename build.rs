@@ -50,6 +50,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=NVCC");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
     println!("cargo:rustc-check-cfg=cfg(plb_cuda)");
+    println!("cargo:rustc-check-cfg=cfg(plb_mpi)");
 
     let Some(module) = MODULES
         .iter()
@@ -112,7 +113,62 @@ fn main() {
         println!("cargo:rustc-link-lib=dylib=cudart");
         println!("cargo:rustc-cfg=plb_cuda");
     }
+    mpi(module, &includes);
     for lib in ["openblas", "OpenCL", "m"] {
         println!("cargo:rustc-link-lib=dylib={lib}");
     }
+}
+
+/// StarPU-MPI of the same StarPU (`starpumpi-1.x`) and an MPI library
+/// (`ompi-c` or `mpi-c`): compiles `codelets/mpi/*.c`, links both, and
+/// sets `cfg(plb_mpi)` (`plb app mm-mpi`). Without them `plb` builds
+/// anyway and `mm-mpi` says what is missing.
+fn mpi(module: &str, starpu_includes: &[&str]) {
+    println!("cargo:rerun-if-env-changed=PLB_NO_MPI");
+    if std::env::var_os("PLB_NO_MPI").is_some() {
+        return;
+    }
+    let mpi_module = module.replace("starpu-", "starpumpi-");
+    let Some(ompi) = ["ompi-c", "mpi-c"]
+        .iter()
+        .find(|m| pkg_config(&["--exists", m]).is_some())
+    else {
+        return;
+    };
+    if pkg_config(&["--exists", &mpi_module]).is_none() {
+        return;
+    }
+    let cflags = format!(
+        "{} {}",
+        pkg_config(&["--cflags", ompi]).unwrap_or_default(),
+        pkg_config(&["--cflags", &mpi_module]).unwrap_or_default()
+    );
+    let mut includes: Vec<&str> = starpu_includes.to_vec();
+    includes.extend(
+        cflags
+            .split_whitespace()
+            .filter_map(|f| f.strip_prefix("-I")),
+    );
+    let dir = Path::new("codelets/mpi");
+    cc::Build::new()
+        .files(sources(dir, "c"))
+        .include("codelets")
+        .includes(&includes)
+        .flag("-std=gnu11")
+        .flag("-O2")
+        .warnings(true)
+        .compile("plb_mpi");
+    let libs = format!(
+        "{} {}",
+        pkg_config(&["--libs", &mpi_module]).unwrap_or_default(),
+        pkg_config(&["--libs", ompi]).unwrap_or_default()
+    );
+    for f in libs.split_whitespace() {
+        if let Some(dir) = f.strip_prefix("-L") {
+            println!("cargo:rustc-link-search=native={dir}");
+        } else if let Some(lib) = f.strip_prefix("-l") {
+            println!("cargo:rustc-link-lib=dylib={lib}");
+        }
+    }
+    println!("cargo:rustc-cfg=plb_mpi");
 }

@@ -100,7 +100,7 @@ impl Data {
 
     /// Unregisters every handle (waits for their tasks, copies the data back
     /// to main memory).
-    fn unregister_all(&mut self) {
+    pub(crate) fn unregister_all(&mut self) {
         for h in self.handles.drain(..) {
             // SAFETY: registered by this object, unregistered once; called
             // from the application thread, never from a callback.
@@ -220,11 +220,30 @@ fn submit(
     Ok(())
 }
 
-/// StarPU, initialised for one run; shut down on drop.
-struct Session;
+/// StarPU (or StarPU-MPI), initialised for one run; shut down on drop.
+pub(crate) struct Session {
+    mpi: bool,
+}
+
+#[cfg(plb_mpi)]
+unsafe extern "C" {
+    fn plb_mpi_starpu_init(conf: *mut sys::starpu_conf) -> std::ffi::c_int;
+    fn plb_mpi_starpu_shutdown();
+}
 
 impl Session {
     fn start(opts: &Options) -> Result<Session, String> {
+        Session::start_with(opts, false)
+    }
+
+    /// StarPU-MPI on `MPI_COMM_WORLD` (MPI already initialised by
+    /// `super::mpi::Mpi::init`), with the workers `opts` asks for.
+    #[cfg(plb_mpi)]
+    pub(crate) fn start_mpi(opts: &Options) -> Result<Session, String> {
+        Session::start_with(opts, true)
+    }
+
+    fn start_with(opts: &Options, mpi: bool) -> Result<Session, String> {
         // SAFETY: single-threaded here (StarPU, whose workers would read the
         // environment, is not started yet).
         unsafe {
@@ -250,16 +269,26 @@ impl Session {
             conf.nopencl = 1;
             conf.ncpus = opts.ncpu.unwrap_or(1);
         }
-        // SAFETY: valid conf; StarPU is not initialised in this process.
-        let rc = unsafe { sys::starpu_init(&mut conf) };
+        let rc = if mpi {
+            #[cfg(plb_mpi)]
+            // SAFETY: valid conf; StarPU is not initialised in this
+            // process; MPI is (the caller's contract).
+            let rc = unsafe { plb_mpi_starpu_init(&mut conf) };
+            #[cfg(not(plb_mpi))]
+            let rc = -1;
+            rc
+        } else {
+            // SAFETY: valid conf; StarPU is not initialised in this process.
+            unsafe { sys::starpu_init(&mut conf) }
+        };
         if rc != 0 {
             return Err(format!("starpu_init failed ({rc})"));
         }
-        Ok(Session)
+        Ok(Session { mpi })
     }
 
     /// `cpu0`, `opencl1`...: one label per worker, by worker id.
-    fn workers(&self) -> Vec<String> {
+    pub(crate) fn workers(&self) -> Vec<String> {
         // SAFETY: StarPU is initialised.
         let n = unsafe { sys::starpu_worker_get_count() } as i32;
         (0..n)
@@ -279,10 +308,68 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if self.mpi {
+            #[cfg(plb_mpi)]
+            // SAFETY: initialised by `start_mpi`; every task and request
+            // ended and every handle was unregistered before.
+            unsafe {
+                plb_mpi_starpu_shutdown()
+            };
+            return;
+        }
         // SAFETY: initialised by `start`; every task ended and every handle
         // was unregistered before (see `run`).
         unsafe { sys::starpu_shutdown() };
     }
+}
+
+/// Runs one task of `cl` per entry of `tasks` (pinned to its worker, on
+/// its handles), all submitted at once, and waits for them. Returns each
+/// task's seconds from submission to its end (transfers, emulated costs
+/// and waiting for its worker included), in the order of `tasks`.
+pub(crate) fn run_pinned(
+    cl: *mut sys::starpu_codelet,
+    tasks: &[(i32, Vec<Handle>)],
+) -> Result<Vec<f64>, String> {
+    let log = Arc::new(Log {
+        start: Instant::now(),
+        done: Mutex::new(Vec::new()),
+    });
+    let mut result = Ok(());
+    for (i, (worker, handles)) in tasks.iter().enumerate() {
+        let arg = TaskArg {
+            compute_s: 0.0,
+            worker: -1,
+            offset: i as u64,
+            len: 0,
+            params: std::ptr::null(),
+            run: None,
+            id: 0,
+            log: Arc::clone(&log),
+        };
+        result = submit(cl, handles, arg, Some(*worker));
+        if result.is_err() {
+            break;
+        }
+    }
+    // SAFETY: StarPU is initialised; application thread; waits even after
+    // an error so that no task outlives its handles.
+    let rc = unsafe { sys::starpu_task_wait_for_all() };
+    result?;
+    if rc != 0 {
+        return Err(format!("starpu_task_wait_for_all failed ({rc})"));
+    }
+    let done = log.done.lock().map_err(|_| "log poisoned".to_string())?;
+    let mut seconds = vec![f64::NAN; tasks.len()];
+    for d in done.iter() {
+        if let Some(s) = seconds.get_mut(d.offset as usize) {
+            *s = d.end_s;
+        }
+    }
+    if seconds.iter().any(|s| s.is_nan()) {
+        return Err("a pinned task did not report".into());
+    }
+    Ok(seconds)
 }
 
 /// Runs `app` once with `opts` and returns its summary (verification

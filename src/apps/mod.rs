@@ -58,6 +58,10 @@ pub mod kmeans;
 mod kmeans_ref;
 pub mod mandelbrot;
 pub mod mm;
+#[cfg(plb_mpi)]
+pub mod mm_mpi;
+#[cfg(plb_mpi)]
+mod mpi;
 pub mod nbody;
 pub mod raytrace;
 mod rows;
@@ -330,6 +334,31 @@ enum AppCommand {
     /// Single-worker throughput per codelet and 2-worker throughput per
     /// policy, every application
     Bench(bench::Options),
+    /// Matrix multiplication across MPI ranks (StarPU-MPI), partitioned by
+    /// the hierarchical FPM algorithm, PLB-HAC or the paper's baselines;
+    /// run it under mpirun, one rank per node
+    MmMpi(mm_mpi::Options),
+}
+
+/// `plb app mm-mpi` in a `plb` built without StarPU-MPI: says so.
+#[cfg(not(plb_mpi))]
+pub mod mm_mpi {
+    use std::process::ExitCode;
+
+    use crate::cli::Failure;
+
+    /// Whatever was given (the build cannot run it).
+    #[derive(clap::Args, Debug, Clone)]
+    pub struct Options {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    }
+
+    pub fn run(_: &Options) -> Result<ExitCode, Failure> {
+        Err(Failure::setup(
+            "this plb was built without StarPU-MPI: it needs the starpumpi pkg-config module of the StarPU it uses and Open MPI (libopenmpi-dev); scripts/setup.sh installs them",
+        ))
+    }
 }
 
 /// Options of one application run.
@@ -382,6 +411,7 @@ impl Command {
                 Ok(ExitCode::SUCCESS)
             }
             Some(AppCommand::Bench(opts)) => Ok(bench::run(&opts)?),
+            Some(AppCommand::MmMpi(opts)) => mm_mpi::run(&opts),
             None => {
                 let (app, opts) = self.run.options()?;
                 let summary = exec::run(app, &opts)?;

@@ -107,82 +107,116 @@ pub fn idpa(
     Ok((out, spent))
 }
 
-/// The INPA with the IDPA nested in every node (see the module docs).
+/// One INPA round as the nodes ran it: per node its rectangle, device
+/// split and kernel time; plus the benchmark seconds the round took and
+/// the IDPA rounds it measured.
+pub struct Round {
+    pub parts: Vec<NodePart>,
+    pub bench_s: f64,
+    pub device_rounds: usize,
+}
+
+/// The INPA with the IDPA nested in every node (see the module docs), on
+/// the simulator's or a test's [`Bench`].
 pub fn inpa(bench: &mut dyn Bench, cfg: &HierConfig) -> Result<HierOutcome, HierError> {
     let q = bench.nodes();
-    let (g, b) = (cfg.grid, cfg.block);
+    let b = cfg.block;
+    inpa_with(q, cfg, |rects| {
+        let mut parts = Vec::with_capacity(q);
+        let mut slowest = 0.0f64;
+        let mut device_rounds = 0;
+        for (i, r) in rects.iter().enumerate() {
+            let (o, spent) = idpa(bench, i, r.rows * b, r.cols * b, cfg.algo, cfg.devices)
+                .map_err(HierError::Partition)?;
+            device_rounds += o.rounds;
+            slowest = slowest.max(spent);
+            parts.push(NodePart {
+                rect: *r,
+                cols: o.units,
+                time: o.time,
+            });
+        }
+        Ok(Round {
+            parts,
+            bench_s: slowest,
+            device_rounds,
+        })
+    })
+    .map(|(o, _)| o)
+}
+
+/// The INPA over `q` nodes, whatever runs a round: `round(rects)` makes
+/// every node run its IDPA on its rectangle (all `1 × 1` for the probe)
+/// and returns what they measured. The simulator calls [`idpa`] per node;
+/// the MPI application broadcasts the rectangles and gathers the times.
+/// Also returns the index of the measured round whose split was kept
+/// (probe not counted).
+pub fn inpa_with(
+    q: usize,
+    cfg: &HierConfig,
+    mut round: impl FnMut(&[Rect]) -> Result<Round, HierError>,
+) -> Result<(HierOutcome, usize), HierError> {
+    let g = cfg.grid;
     let mut level = Level::new(cfg.algo, q, g * g, cfg.nodes).map_err(HierError::Partition)?;
-    let mut device_rounds = 0;
-    let mut bench_s = 0.0;
-    // One INPA round: arrange (or probe), run every node's IDPA.
-    let mut measure =
-        |w: &[u64], probe: bool| -> Result<(Vec<u64>, Vec<f64>, Vec<NodePart>), HierError> {
-            let rects: Vec<Rect> = if probe {
-                vec![
-                    Rect {
-                        row: 0,
-                        col: 0,
-                        rows: 1,
-                        cols: 1
-                    };
-                    q
-                ]
-            } else {
-                cma::arrange(w, g).map_err(HierError::Cma)?
-            };
-            let mut parts = Vec::with_capacity(q);
-            let mut slowest = 0.0f64;
-            for (i, r) in rects.iter().enumerate() {
-                let (o, spent) = idpa(bench, i, r.rows * b, r.cols * b, cfg.algo, cfg.devices)
-                    .map_err(HierError::Partition)?;
-                device_rounds += o.rounds;
-                slowest = slowest.max(spent);
-                parts.push(NodePart {
-                    rect: *r,
-                    cols: o.units,
-                    time: o.time,
-                });
-            }
-            bench_s += slowest;
-            let times = parts.iter().map(|p| p.time).collect();
-            Ok((rects.iter().map(Rect::area).collect(), times, parts))
+    let (mut device_rounds, mut bench_s) = (0, 0.0);
+    let mut run = |rects: &[Rect]| -> Result<Vec<NodePart>, HierError> {
+        let r = round(rects)?;
+        device_rounds += r.device_rounds;
+        bench_s += r.bench_s;
+        Ok(r.parts)
+    };
+    let probe = vec![
+        Rect {
+            row: 0,
+            col: 0,
+            rows: 1,
+            cols: 1
         };
-    let mut best: Option<(f64, Vec<NodePart>)> = None;
-    let mut last: Vec<NodePart> = Vec::new();
+        q
+    ];
+    let mut best: Option<(f64, usize, Vec<NodePart>)> = None;
+    let mut last: (usize, Vec<NodePart>) = (0, Vec::new());
+    let mut measured = 0;
     let mut step = level.start();
     let outcome = loop {
         step = match step {
             Step::Probe => {
-                let (u, t, _) = measure(&vec![1; q], true)?;
-                level.observe(&u, &t)
+                let parts = run(&probe)?;
+                let t: Vec<f64> = parts.iter().map(|p| p.time).collect();
+                level.observe(&vec![1; q], &t)
             }
             Step::Measure(w) => {
-                let (u, t, parts) = measure(&w, false)?;
+                let rects = cma::arrange(&w, g).map_err(HierError::Cma)?;
+                let parts = run(&rects)?;
+                let t: Vec<f64> = parts.iter().map(|p| p.time).collect();
                 let worst = t.iter().copied().fold(0.0, f64::max);
-                if best.as_ref().is_none_or(|(bt, _)| worst < *bt) {
-                    best = Some((worst, parts.clone()));
+                if best.as_ref().is_none_or(|(bt, _, _)| worst < *bt) {
+                    best = Some((worst, measured, parts.clone()));
                 }
-                last = parts;
-                level.observe(&u, &t)
+                last = (measured, parts);
+                measured += 1;
+                let areas: Vec<u64> = rects.iter().map(Rect::area).collect();
+                level.observe(&areas, &t)
             }
             Step::Done(o) => break o,
         }
         .map_err(HierError::Partition)?;
     };
-    drop(measure);
     // Converged: the last round; otherwise the best one measured (what
     // the level's outcome also keeps).
-    let parts = if outcome.converged {
-        last
-    } else {
-        best.map(|(_, p)| p).unwrap_or(last)
+    let (index, parts) = match (outcome.converged, best) {
+        (false, Some((_, i, p))) => (i, p),
+        _ => last,
     };
-    Ok(HierOutcome {
-        parts,
-        node_rounds: outcome.rounds,
-        device_rounds,
-        converged: outcome.converged,
-        imbalance: outcome.imbalance,
-        bench_s,
-    })
+    Ok((
+        HierOutcome {
+            parts,
+            node_rounds: outcome.rounds,
+            device_rounds,
+            converged: outcome.converged,
+            imbalance: outcome.imbalance,
+            bench_s,
+        },
+        index,
+    ))
 }

@@ -24,5 +24,5 @@ pub mod partition;
 pub mod platform;
 pub mod sim;
 
-pub use hierarchy::{Bench, HierConfig, HierOutcome, NodePart, inpa};
+pub use hierarchy::{Bench, HierConfig, HierError, HierOutcome, NodePart, Round, inpa, inpa_with};
 pub use partition::{Algorithm, Level, LevelConfig, Outcome, Step};

@@ -75,8 +75,9 @@ impl Algorithm {
         Algorithm::ALL.into_iter().find(|a| a.name() == name)
     }
 
-    /// Whether it measures a one-unit probe first.
-    fn probes(self) -> bool {
+    /// Whether it measures a one-unit probe first (the paper's INPA and
+    /// IDPA step 1).
+    pub fn probes(self) -> bool {
         matches!(self, Algorithm::Fpm | Algorithm::PlbHac)
     }
 }

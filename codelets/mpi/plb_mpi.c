@@ -1,0 +1,185 @@
+/*
+ * plb_mpi.c - the MPI side of `plb app mm-mpi` (compiled only when
+ * StarPU-MPI and an MPI library are found, see build.rs).
+ *
+ * - StarPU-MPI start and stop on MPI_COMM_WORLD (MPI initialised here
+ *   with MPI_THREAD_MULTIPLE, StarPU-MPI then told not to initialise it);
+ * - small control collectives (allgather, broadcast) on a duplicate of
+ *   MPI_COMM_WORLD, non-blocking and polled against a deadline, so that a
+ *   rank that died or never answers turns into an error on every other
+ *   rank instead of a hang;
+ * - the data exchange of a pivot step with StarPU-MPI (starpu_mpi_isend /
+ *   starpu_mpi_irecv on vector handles), also against a deadline.
+ *
+ * Every function returns 0 on success, -1 on time-out, another negative
+ * number on an MPI or StarPU error.
+ *
+ * License: LGPL-2.1-or-later.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <mpi.h>
+#include <starpu.h>
+#include <starpu_mpi.h>
+
+static MPI_Comm control = MPI_COMM_NULL;
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void nap(void)
+{
+	struct timespec ts = { 0, 200000 }; /* 0.2 ms */
+	nanosleep(&ts, NULL);
+}
+
+/* MPI_Init_thread (MULTIPLE: StarPU-MPI's progression thread and our
+ * control calls), then rank and size. */
+int plb_mpi_init(int *rank, int *size)
+{
+	int ready = 0, provided = 0;
+	MPI_Initialized(&ready);
+	if (!ready && MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+		return -2;
+	if (!ready && provided < MPI_THREAD_SERIALIZED)
+		return -3;
+	if (MPI_Comm_dup(MPI_COMM_WORLD, &control) != MPI_SUCCESS)
+		return -4;
+	MPI_Comm_set_errhandler(control, MPI_ERRORS_RETURN);
+	MPI_Comm_rank(MPI_COMM_WORLD, rank);
+	MPI_Comm_size(MPI_COMM_WORLD, size);
+	return 0;
+}
+
+/* starpu_mpi_init_conf on MPI_COMM_WORLD with `conf` (MPI already up). */
+int plb_mpi_starpu_init(struct starpu_conf *conf)
+{
+	return starpu_mpi_init_conf(NULL, NULL, 0, MPI_COMM_WORLD, conf);
+}
+
+void plb_mpi_starpu_shutdown(void)
+{
+	starpu_mpi_shutdown();
+}
+
+void plb_mpi_finalize(void)
+{
+	if (control != MPI_COMM_NULL)
+		MPI_Comm_free(&control);
+	int done = 0;
+	MPI_Finalized(&done);
+	if (!done)
+		MPI_Finalize();
+}
+
+/* Ends every rank of the job (after a time-out or a refused start). */
+void plb_mpi_abort(int code)
+{
+	fflush(stdout);
+	fflush(stderr);
+	MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+static int wait_until(MPI_Request *req, double deadline)
+{
+	for (;;) {
+		int flag = 0;
+		if (MPI_Test(req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			return -5;
+		if (flag)
+			return 0;
+		if (now() > deadline)
+			return -1;
+		nap();
+	}
+}
+
+/* Every rank's `len` bytes into `recv` (size * len bytes), within
+ * `timeout_s` seconds. */
+int plb_mpi_allgather(const void *send, int len, void *recv, double timeout_s)
+{
+	MPI_Request req;
+	if (MPI_Iallgather(send, len, MPI_BYTE, recv, len, MPI_BYTE, control, &req) != MPI_SUCCESS)
+		return -5;
+	return wait_until(&req, now() + timeout_s);
+}
+
+/* `len` bytes of `root` into every rank's `buf`, within `timeout_s`. */
+int plb_mpi_bcast(void *buf, int len, int root, double timeout_s)
+{
+	MPI_Request req;
+	if (MPI_Ibcast(buf, len, MPI_BYTE, root, control, &req) != MPI_SUCCESS)
+		return -5;
+	return wait_until(&req, now() + timeout_s);
+}
+
+/* One message of an exchange: `count` floats at `buf` to or from `peer`. */
+struct plb_mpi_msg {
+	float *buf;
+	int64_t count;
+	int peer;
+	int64_t tag;
+};
+
+static void message_done(void *arg)
+{
+	__atomic_add_fetch((int *)arg, 1, __ATOMIC_RELEASE);
+}
+
+/* Posts every receive and send with StarPU-MPI (detached requests on a
+ * vector handle per message; each completion bumps a counter) and waits
+ * until all completed, within `timeout_s`. The buffers are in main memory
+ * and up to date when it returns 0. */
+int plb_mpi_exchange(const struct plb_mpi_msg *sends, int nsends, const struct plb_mpi_msg *recvs,
+		     int nrecvs, double timeout_s)
+{
+	int n = nsends + nrecvs, rc = 0, posted = 0;
+	if (n == 0)
+		return 0;
+	starpu_data_handle_t *h = calloc((size_t)n, sizeof(*h));
+	int *completed = malloc(sizeof(int));
+	if (!h || !completed) {
+		free(h);
+		free(completed);
+		return -6;
+	}
+	*completed = 0;
+	for (int i = 0; i < n; i++) {
+		const struct plb_mpi_msg *m = i < nrecvs ? &recvs[i] : &sends[i - nrecvs];
+		starpu_vector_data_register(&h[i], STARPU_MAIN_RAM, (uintptr_t)m->buf,
+					    (uint32_t)m->count, sizeof(float));
+		int r = i < nrecvs ? starpu_mpi_irecv_detached(h[i], m->peer, m->tag, MPI_COMM_WORLD,
+							      message_done, completed)
+				   : starpu_mpi_isend_detached(h[i], m->peer, m->tag, MPI_COMM_WORLD,
+							      message_done, completed);
+		if (r != 0) {
+			fprintf(stderr, "plb_mpi_exchange: starpu_mpi_%s to/from %d (tag %lld) failed: %d\n",
+				i < nrecvs ? "irecv" : "isend", m->peer, (long long)m->tag, r);
+			rc = -7;
+			break;
+		}
+		posted++;
+	}
+	double deadline = now() + timeout_s;
+	while (rc == 0 && __atomic_load_n(completed, __ATOMIC_ACQUIRE) < posted) {
+		if (now() > deadline)
+			rc = -1;
+		else
+			nap();
+	}
+	if (rc == 0) {
+		for (int i = 0; i < n; i++)
+			starpu_data_unregister(h[i]);
+		free(completed);
+	}
+	/* On failure the handles and the counter are left as they are: their
+	 * requests may still be pending, and the caller ends the job. */
+	free(h);
+	return rc;
+}

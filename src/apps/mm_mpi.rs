@@ -1,0 +1,1281 @@
+//! `plb app mm-mpi`: the paper's parallel matrix multiplication across
+//! nodes (`../shared/papers/hierarchical-fpm-partitioning.md` §4) on
+//! StarPU-MPI, one MPI rank per node, each rank's StarPU workers the
+//! node's devices.
+//!
+//! 1. **Start**: every rank checks that all ranks got the same options
+//!    and `PLB_*` environment (refused otherwise, on every rank); the
+//!    per-rank heterogeneity is part of that shared configuration
+//!    (`--rank-emulate R=SPEC`, `--opencl-ranks`).
+//! 2. **Partitioning**: the head rank runs the INPA
+//!    ([`plb_core::cluster::inpa_with`]): each round it broadcasts the
+//!    nodes' rectangles (CMA arrangement), every rank runs its IDPA on its
+//!    own workers (real kernel runs of `C'_j += A_(b)·B_(b)j`, pinned one
+//!    task per worker) and the times are gathered. Every collective has a
+//!    deadline (`--timeout`).
+//! 3. **Multiplication**: rank 0 holds A and B (from the seed) and sends
+//!    each node its rectangles of A and B with StarPU-MPI; then `G = N/b`
+//!    pivot steps: the owners of pivot column `k` of A send it along rows,
+//!    the owners of pivot row `k` of B along columns (StarPU-MPI), and each
+//!    node updates its C' with one task per device on its slice of columns.
+//! 4. **Check**: the C' rectangles and per-column update counts come back
+//!    to rank 0, which checks that the rectangles tile C, that every
+//!    column of C was updated exactly `G` times, and C = A·B on sampled
+//!    entries against double precision.
+//!
+//! Single precision (the codelet of `plb app mm`); the paper uses dgemm,
+//! which changes constants, not the algorithm.
+
+// Unsafe code is denied in the workspace; allowed here for the codelet's
+// C globals and StarPU data registration (every unsafe block has a
+// `// SAFETY:` comment).
+#![allow(unsafe_code)]
+
+use std::collections::BTreeMap;
+use std::ffi::c_int;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Args;
+use plb_core::cluster::cma::{self, Rect};
+use plb_core::cluster::partition::run_level;
+use plb_core::cluster::{
+    Algorithm, HierConfig, HierError, Level, LevelConfig, NodePart, Round, inpa_with,
+};
+use starpu_plb::emulation_spec::Emulation;
+use starpu_sys as sys;
+
+use super::exec::{Session, run_pinned};
+use super::mpi::{CommError, Mpi, bytes_f64, bytes_u64, f64_bytes, launcher_rank, u64_bytes};
+use super::{Data, Handle, Options as RunOptions, input_rng};
+use crate::cli::Failure;
+
+unsafe extern "C" {
+    static mut plb_mm_cl: sys::starpu_codelet;
+    fn plb_mm_init() -> c_int;
+    fn plb_mm_fini();
+}
+
+/// Options of `plb app mm-mpi` (identical on every rank).
+#[derive(Args, Debug, Clone)]
+#[command(after_help = "Run under mpirun, one rank per node, e.g.\n  \
+    mpirun -np 2 --allow-run-as-root --oversubscribe --bind-to none \\\n    \
+    plb app mm-mpi --n 1024 --b 64 --rank-emulate 1=0:speed=0.5\n\
+    Exit status 1 when the result or the coverage is wrong, 2 when refused.")]
+pub struct Options {
+    /// Matrix size N (A, B, C are N x N); a multiple of --b
+    #[arg(long, default_value_t = 1024)]
+    pub n: u64,
+    /// Block size b (the grid has (N/b)^2 blocks)
+    #[arg(long, default_value_t = 128)]
+    pub b: u64,
+    /// Partitioning: fpm-hier, plb-hac, multiple-cpm, single-cpm, homogeneous
+    #[arg(long, default_value = "fpm-hier", value_parser = parse_algo)]
+    pub algo: Algorithm,
+    /// Seed of A and B
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// INPA convergence: node times within this relative spread
+    #[arg(long, default_value_t = 0.05)]
+    pub eps_nodes: f64,
+    /// IDPA convergence: device times within this relative spread
+    #[arg(long, default_value_t = 0.05)]
+    pub eps_devices: f64,
+    /// Most rounds of each level
+    #[arg(long, default_value_t = 12)]
+    pub max_rounds: usize,
+    /// CPU workers per rank
+    #[arg(long, default_value_t = 1)]
+    pub ncpu: i32,
+    /// Ranks that also get a PoCL OpenCL worker, e.g. 1,3
+    #[arg(long, value_delimiter = ',', value_name = "RANKS")]
+    pub opencl_ranks: Vec<usize>,
+    /// EMULATED heterogeneity of one rank: RANK=PLB_EMULATE-spec, e.g.
+    /// 1=0:speed=0.25 (repeatable)
+    #[arg(long = "rank-emulate", value_name = "RANK=SPEC")]
+    pub rank_emulate: Vec<String>,
+    /// Seconds any collective step may wait before the job is ended
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
+    /// A deliberate fault: die:RANK (exits at once) or hang:RANK (never
+    /// answers)
+    #[arg(long, hide = true, value_name = "FAULT")]
+    pub inject_fault: Option<String>,
+}
+
+fn parse_algo(s: &str) -> Result<Algorithm, String> {
+    Algorithm::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+        format!("unknown algorithm `{s}` (one of {})", names.join(", "))
+    })
+}
+
+/// Summary prefix (rank 0, stdout).
+pub const TAG: &str = "plb-mm-mpi:";
+
+const CMD_PROBE: u64 = 0;
+const CMD_ROUND: u64 = 1;
+const CMD_DONE: u64 = 2;
+const CMD_FAIL: u64 = 3;
+
+/// Message tags: (phase, step, matrix, source, destination) made unique.
+fn tag(phase: u64, step: u64, matrix: u64, src: usize, dst: usize, g: u64, q: usize) -> i64 {
+    let q = q as u64;
+    ((((phase * (g + 1) + step) * 3 + matrix) * q + src as u64) * q + dst as u64) as i64
+}
+
+/// `--rank-emulate` entries by rank, each spec checked.
+fn rank_emulation(entries: &[String]) -> Result<BTreeMap<usize, String>, String> {
+    let mut map = BTreeMap::new();
+    for e in entries {
+        let (r, spec) = e.split_once('=').ok_or_else(|| {
+            format!("--rank-emulate `{e}`: expected RANK=SPEC, e.g. 1=0:speed=0.25")
+        })?;
+        let r: usize = r
+            .trim()
+            .parse()
+            .map_err(|_| format!("--rank-emulate `{e}`: `{r}` is not a rank"))?;
+        Emulation::parse(spec).map_err(|err| format!("--rank-emulate `{e}`: {err}"))?;
+        if map.insert(r, spec.to_string()).is_some() {
+            return Err(format!("--rank-emulate: rank {r} given twice"));
+        }
+    }
+    Ok(map)
+}
+
+/// What must be equal on every rank: the options and the `PLB_*`
+/// environment (`PLB_EMULATE` excepted when `--rank-emulate` set it).
+fn fingerprint(o: &Options) -> String {
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("PLB_"))
+        .filter(|(k, _)| !(k == "PLB_EMULATE" && !o.rank_emulate.is_empty()))
+        .collect();
+    env.sort();
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!(
+        "n={} b={} W={} algo={} seed={} eps-nodes={} eps-devices={} max-rounds={} ncpu={} opencl-ranks={:?} rank-emulate={:?} timeout={} fault={:?} env[{}]",
+        o.n,
+        o.b,
+        (o.n / o.b.max(1)).pow(2),
+        o.algo,
+        o.seed,
+        o.eps_nodes,
+        o.eps_devices,
+        o.max_rounds,
+        o.ncpu,
+        o.opencl_ranks,
+        o.rank_emulate,
+        o.timeout,
+        o.inject_fault,
+        env.join(" ")
+    )
+}
+
+/// The first field where two fingerprints differ.
+fn first_difference(a: &str, b: &str) -> String {
+    let (fa, fb): (Vec<&str>, Vec<&str>) = (a.split(' ').collect(), b.split(' ').collect());
+    for i in 0..fa.len().max(fb.len()) {
+        let (x, y) = (
+            fa.get(i).copied().unwrap_or("-"),
+            fb.get(i).copied().unwrap_or("-"),
+        );
+        if x != y {
+            return format!("`{y}` where rank 0 has `{x}`");
+        }
+    }
+    "a field".into()
+}
+
+const FINGERPRINT_BYTES: usize = 4096;
+
+/// Ends the job after a failed collective, saying so on this rank.
+fn fatal(mpi: &Mpi, what: CommError) -> ! {
+    eprintln!("plb app mm-mpi: rank {}: {what}; ending the job", mpi.rank);
+    mpi.abort(3)
+}
+
+/// Runs `plb app mm-mpi` on this rank.
+pub fn run(o: &Options) -> Result<ExitCode, Failure> {
+    if !(o.timeout > 0.0 && o.timeout.is_finite()) {
+        return Err(Failure::setup("--timeout must be > 0"));
+    }
+    let emulate = rank_emulation(&o.rank_emulate).map_err(Failure::setup)?;
+    let hint = launcher_rank();
+    if !emulate.is_empty() {
+        let r = hint.ok_or_else(|| {
+            Failure::setup("--rank-emulate needs an MPI launcher that says the rank (mpirun)")
+        })?;
+        if std::env::var_os("PLB_EMULATE").is_some() {
+            return Err(Failure::setup(
+                "set PLB_EMULATE or --rank-emulate, not both",
+            ));
+        }
+        if let Some(spec) = emulate.get(&r) {
+            // SAFETY: single-threaded: neither MPI nor StarPU started yet.
+            unsafe { std::env::set_var("PLB_EMULATE", spec) };
+        }
+    }
+    let mpi = Mpi::init(o.timeout).map_err(Failure::setup)?;
+    if !emulate.is_empty() && hint != Some(mpi.rank) {
+        return Err(Failure::setup(format!(
+            "the launcher said rank {hint:?}, MPI says {}",
+            mpi.rank
+        )));
+    }
+    // 1. The same configuration everywhere.
+    let mut fp = fingerprint(o).into_bytes();
+    fp.resize(FINGERPRINT_BYTES, b' ');
+    let all = mpi
+        .allgather("configuration check", &fp)
+        .unwrap_or_else(|e| fatal(&mpi, e));
+    let differ: Vec<usize> = (1..mpi.size).filter(|&r| all[r] != all[0]).collect();
+    if let Some(&r) = differ.first() {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).trim_end().to_string();
+        eprintln!(
+            "plb app mm-mpi: rank {}: refused: rank(s) {differ:?} started with a configuration different from rank 0's (rank {r} has {}); every rank needs the same options and PLB_* environment",
+            mpi.rank,
+            first_difference(&text(&all[0]), &text(&all[r]))
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let g = o.n / o.b.max(1);
+    let problem = if o.b == 0 || o.n % o.b != 0 {
+        Some(format!("--n {} is not a multiple of --b {}", o.n, o.b))
+    } else if o.n > 16384 {
+        Some(format!("--n {} above 16384", o.n))
+    } else if g * g < mpi.size as u64 {
+        Some(format!(
+            "{g} x {g} blocks for {} ranks: raise --n or lower --b",
+            mpi.size
+        ))
+    } else if o.max_rounds == 0 || !(o.eps_nodes >= 0.0 && o.eps_devices >= 0.0) {
+        Some("--max-rounds must be >= 1 and --eps-* >= 0".into())
+    } else if o.opencl_ranks.iter().any(|&r| r >= mpi.size)
+        || emulate.keys().any(|&r| r >= mpi.size)
+    {
+        Some(format!(
+            "a rank in --opencl-ranks or --rank-emulate is not below {}",
+            mpi.size
+        ))
+    } else {
+        None
+    };
+    if let Some(p) = problem {
+        eprintln!("plb app mm-mpi: rank {}: refused: {p}", mpi.rank);
+        return Ok(ExitCode::from(2));
+    }
+    inject_fault(o, &mpi);
+    let ropts = RunOptions {
+        n: o.n,
+        seed: o.seed,
+        // Every task is pinned to its worker: the policy does not place
+        // anything; eager is StarPU's simplest.
+        sched: "eager".into(),
+        block: None,
+        ncpu: Some(o.ncpu),
+        opencl: o.opencl_ranks.contains(&mpi.rank),
+        fault: None,
+        trace: None,
+    };
+    let session = Session::start_mpi(&ropts).map_err(Failure::setup)?;
+    // SAFETY: StarPU is initialised, no task submitted yet.
+    let rc = unsafe { plb_mm_init() };
+    if rc != 0 {
+        return Err(Failure::setup(format!(
+            "mm: loading the OpenCL kernel failed ({rc})"
+        )));
+    }
+    let workers = session.workers();
+    let result = Run::new(o, &mpi, workers, &emulate).and_then(|mut r| r.all());
+    // SAFETY: after the last task, before StarPU-MPI stops.
+    unsafe { plb_mm_fini() };
+    drop(session);
+    let ok = result.map_err(Failure::from)?;
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn inject_fault(o: &Options, mpi: &Mpi) {
+    let Some(f) = &o.inject_fault else { return };
+    let (kind, rank) = f.split_once(':').unwrap_or((f, "1"));
+    if rank.parse::<usize>().ok() != Some(mpi.rank) {
+        return;
+    }
+    match kind {
+        "die" => {
+            eprintln!(
+                "plb app mm-mpi: rank {}: --inject-fault die: exiting now",
+                mpi.rank
+            );
+            std::process::exit(9);
+        }
+        "hang" => {
+            eprintln!(
+                "plb app mm-mpi: rank {}: --inject-fault hang: never answering",
+                mpi.rank
+            );
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            }
+        }
+        _ => eprintln!(
+            "plb app mm-mpi: rank {}: unknown fault `{f}` ignored",
+            mpi.rank
+        ),
+    }
+}
+
+/// The messages of one pivot step for one node: what it sends (to whom,
+/// from which rows or columns of its rectangle) and receives.
+#[derive(Debug, Clone, PartialEq)]
+struct Piece {
+    peer: usize,
+    /// 0: a piece of A's pivot column (rows `lo..hi` in blocks); 1: of
+    /// B's pivot row (columns `lo..hi`).
+    matrix: u64,
+    lo: u64,
+    hi: u64,
+}
+
+/// Pieces node `me` sends and receives at pivot step `k` (self included:
+/// copied locally).
+fn plan(rects: &[Rect], me: usize, k: u64) -> (Vec<Piece>, Vec<Piece>) {
+    let (mut sends, mut recvs) = (Vec::new(), Vec::new());
+    let r = rects[me];
+    let overlap = |a0: u64, an: u64, b0: u64, bn: u64| (a0.max(b0), (a0 + an).min(b0 + bn));
+    for (i, o) in rects.iter().enumerate() {
+        if o.area() == 0 || r.area() == 0 {
+            continue;
+        }
+        // A(rows, k): owned by whoever has column k; wanted along rows.
+        let (lo, hi) = overlap(r.row, r.rows, o.row, o.rows);
+        if lo < hi {
+            if k >= r.col && k < r.col + r.cols {
+                sends.push(Piece {
+                    peer: i,
+                    matrix: 0,
+                    lo,
+                    hi,
+                });
+            }
+            if k >= o.col && k < o.col + o.cols {
+                recvs.push(Piece {
+                    peer: i,
+                    matrix: 0,
+                    lo,
+                    hi,
+                });
+            }
+        }
+        // B(k, cols): owned by whoever has row k; wanted along columns.
+        let (lo, hi) = overlap(r.col, r.cols, o.col, o.cols);
+        if lo < hi {
+            if k >= r.row && k < r.row + r.rows {
+                sends.push(Piece {
+                    peer: i,
+                    matrix: 1,
+                    lo,
+                    hi,
+                });
+            }
+            if k >= o.row && k < o.row + o.rows {
+                recvs.push(Piece {
+                    peer: i,
+                    matrix: 1,
+                    lo,
+                    hi,
+                });
+            }
+        }
+    }
+    (sends, recvs)
+}
+
+/// Blocks moved between different nodes over the whole multiplication
+/// with this arrangement (each piece is `(hi - lo)` blocks of `b x b`).
+pub fn pivot_traffic_blocks(rects: &[Rect], g: u64) -> u64 {
+    let mut total = 0;
+    for k in 0..g {
+        for me in 0..rects.len() {
+            let (sends, _) = plan(rects, me, k);
+            total += sends
+                .iter()
+                .filter(|p| p.peer != me)
+                .map(|p| p.hi - p.lo)
+                .sum::<u64>();
+        }
+    }
+    total
+}
+
+/// Copies rows `r0..r0+nr`, columns `c0..c0+nc` of the column-major
+/// matrix `m` (leading dimension `ld`) into a packed `nr x nc` buffer.
+fn pack(m: &[f32], ld: usize, r0: usize, nr: usize, c0: usize, nc: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(nr * nc);
+    for c in c0..c0 + nc {
+        out.extend_from_slice(&m[c * ld + r0..c * ld + r0 + nr]);
+    }
+    out
+}
+
+/// The reverse of [`pack`].
+fn unpack(m: &mut [f32], ld: usize, r0: usize, nr: usize, c0: usize, src: &[f32]) {
+    for (j, col) in src.chunks(nr.max(1)).enumerate() {
+        let c = c0 + j;
+        m[c * ld + r0..c * ld + r0 + nr].copy_from_slice(col);
+    }
+}
+
+/// One rank's run.
+struct Run<'a> {
+    o: &'a Options,
+    mpi: &'a Mpi,
+    workers: Vec<String>,
+    emulate: &'a BTreeMap<usize, String>,
+    g: u64,
+    b: u64,
+    /// This rank's IDPA result per measured INPA round: rectangle, columns
+    /// per worker.
+    history: Vec<(Rect, Vec<u64>)>,
+}
+
+/// Per-rank figures gathered at rank 0 (fixed size).
+const STATS: usize = 40;
+
+impl<'a> Run<'a> {
+    fn new(
+        o: &'a Options,
+        mpi: &'a Mpi,
+        workers: Vec<String>,
+        emulate: &'a BTreeMap<usize, String>,
+    ) -> Result<Run<'a>, String> {
+        if workers.is_empty() || workers.len() > STATS - 8 {
+            return Err(format!(
+                "{} workers on rank {} (1 to {})",
+                workers.len(),
+                mpi.rank,
+                STATS - 8
+            ));
+        }
+        Ok(Run {
+            o,
+            mpi,
+            workers,
+            emulate,
+            g: o.n / o.b,
+            b: o.b,
+            history: Vec::new(),
+        })
+    }
+
+    /// The kernel on this node's workers: `rows x b` panel, `cols[j]`
+    /// columns on worker `j`; seconds per worker (0 without columns).
+    fn bench(&self, rows: u64, cols: &[u64]) -> Result<Vec<f64>, String> {
+        let (rows, b) = (rows as usize, self.b as usize);
+        let total: usize = cols.iter().map(|&c| c as usize).sum();
+        if rows == 0 || total == 0 {
+            return Ok(vec![0.0; cols.len()]);
+        }
+        let mut a = vec![1.0f32; rows * b];
+        let mut bm = vec![1.0f32; b * total];
+        let mut c = vec![0.0f32; rows * total];
+        let mut data = Data::default();
+        let tasks = self.slices(&mut data, &mut a, &mut bm, &mut c, rows, cols)?;
+        let cl = &raw mut plb_mm_cl;
+        let secs = run_pinned(cl, &tasks);
+        data.unregister_all();
+        let secs = secs?;
+        let mut out = vec![0.0; cols.len()];
+        let mut it = secs.into_iter();
+        for (j, &w) in cols.iter().enumerate() {
+            if w > 0 {
+                out[j] = it.next().unwrap_or(0.0);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Registers the panel of A, and per worker with columns its slices of
+    /// B's panel and of C; the tasks to run.
+    fn slices(
+        &self,
+        data: &mut Data,
+        a: &mut [f32],
+        bp: &mut [f32],
+        c: &mut [f32],
+        rows: usize,
+        cols: &[u64],
+    ) -> Result<Vec<(i32, Vec<Handle>)>, String> {
+        let b = self.b as usize;
+        // SAFETY: `a` holds rows·b elements, untouched until unregistered.
+        let ah = unsafe { data.matrix(a.as_mut_ptr(), rows, rows, b)? };
+        let mut tasks = Vec::new();
+        let mut off = 0usize;
+        for (j, &w) in cols.iter().enumerate() {
+            let w = w as usize;
+            if w == 0 {
+                continue;
+            }
+            // SAFETY: columns off..off+w of B's panel (b rows) and of C
+            // (`rows` rows) are inside the buffers (Σ cols = their
+            // columns), disjoint between workers, untouched until
+            // unregistered.
+            let (bh, ch) = unsafe {
+                (
+                    data.matrix(bp.as_mut_ptr().add(off * b), b, b, w)?,
+                    data.matrix(c.as_mut_ptr().add(off * rows), rows, rows, w)?,
+                )
+            };
+            tasks.push((j as i32, vec![ah, bh, ch]));
+            off += w;
+        }
+        Ok(tasks)
+    }
+
+    /// This node's IDPA on `rect` (in blocks).
+    fn idpa(&self, rect: Rect) -> Result<(Vec<u64>, f64, usize, f64), String> {
+        let p = self.workers.len();
+        let (rows, cols) = (rect.rows * self.b, rect.cols * self.b);
+        let cfg = LevelConfig {
+            eps: self.o.eps_devices,
+            max_rounds: self.o.max_rounds,
+        };
+        let mut level = Level::new(self.o.algo, p, cols, cfg).map_err(|e| e.to_string())?;
+        let mut spent = 0.0;
+        let mut error = None;
+        let out = run_level(&mut level, |d| {
+            let t = match self.bench(rows, d) {
+                Ok(t) => t,
+                Err(e) => {
+                    error = Some(e);
+                    vec![1.0; d.len()]
+                }
+            };
+            spent += t.iter().copied().fold(0.0, f64::max);
+            (d.to_vec(), t)
+        })
+        .map_err(|e| e.to_string())?;
+        if let Some(e) = error {
+            return Err(e);
+        }
+        Ok((out.units, out.time, out.rounds, spent))
+    }
+
+    fn header(cmd: u64, index: u64, rects: &[Rect]) -> Vec<u8> {
+        let mut v = vec![cmd, index];
+        for r in rects {
+            v.extend([r.row, r.col, r.rows, r.cols]);
+        }
+        u64_bytes(&v)
+    }
+
+    /// One INPA round as this rank sees it: run the IDPA on its rectangle,
+    /// gather every rank's time.
+    fn serve_round(&mut self, rects: &[Rect], probe: bool) -> Result<Round, String> {
+        let mine = rects[self.mpi.rank];
+        let (split, time, rounds, spent) = self.idpa(mine)?;
+        if !probe {
+            self.history.push((mine, split));
+        }
+        let got = self
+            .mpi
+            .allgather(
+                "partitioning round",
+                &f64_bytes(&[time, spent, rounds as f64]),
+            )
+            .unwrap_or_else(|e| fatal(self.mpi, e));
+        let v: Vec<Vec<f64>> = got.iter().map(|b| bytes_f64(b)).collect();
+        Ok(Round {
+            parts: rects
+                .iter()
+                .zip(&v)
+                .map(|(r, t)| NodePart {
+                    rect: *r,
+                    cols: Vec::new(),
+                    time: t[0],
+                })
+                .collect(),
+            bench_s: v.iter().map(|t| t[1]).fold(0.0, f64::max),
+            device_rounds: v.iter().map(|t| t[2] as usize).sum(),
+        })
+    }
+
+    /// The partitioning; every rank returns the final rectangles and its
+    /// own column split, the head also the INPA's outcome.
+    fn partition(
+        &mut self,
+    ) -> Result<(Vec<Rect>, Vec<u64>, Option<plb_core::cluster::HierOutcome>), String> {
+        let q = self.mpi.size;
+        let hlen = (2 + 4 * q) * 8;
+        if self.mpi.rank == 0 {
+            let cfg = HierConfig {
+                algo: self.o.algo,
+                grid: self.g,
+                block: self.b,
+                nodes: LevelConfig {
+                    eps: self.o.eps_nodes,
+                    max_rounds: self.o.max_rounds,
+                },
+                devices: LevelConfig {
+                    eps: self.o.eps_devices,
+                    max_rounds: self.o.max_rounds,
+                },
+            };
+            let mut first = true;
+            let algo = self.o.algo;
+            let outcome = inpa_with(q, &cfg, |rects| {
+                let probe = first && algo.probes();
+                first = false;
+                let mut h = Self::header(if probe { CMD_PROBE } else { CMD_ROUND }, 0, rects);
+                self.mpi
+                    .bcast("partitioning round", &mut h, 0)
+                    .unwrap_or_else(|e| fatal(self.mpi, e));
+                self.serve_round(rects, probe).map_err(|e| {
+                    HierError::Partition(plb_core::cluster::partition::PartitionError::Protocol(e))
+                })
+            });
+            match outcome {
+                Ok((out, index)) => {
+                    let rects: Vec<Rect> = out.parts.iter().map(|p| p.rect).collect();
+                    let mut h = Self::header(CMD_DONE, index as u64, &rects);
+                    self.mpi
+                        .bcast("partitioning result", &mut h, 0)
+                        .unwrap_or_else(|e| fatal(self.mpi, e));
+                    let split = self
+                        .history
+                        .get(index)
+                        .map(|h| h.1.clone())
+                        .ok_or("no round kept")?;
+                    Ok((rects, split, Some(out)))
+                }
+                Err(e) => {
+                    let mut h = Self::header(
+                        CMD_FAIL,
+                        0,
+                        &vec![
+                            Rect {
+                                row: 0,
+                                col: 0,
+                                rows: 0,
+                                cols: 0
+                            };
+                            q
+                        ],
+                    );
+                    let _ = self.mpi.bcast("partitioning result", &mut h, 0);
+                    Err(format!("partitioning failed: {e}"))
+                }
+            }
+        } else {
+            loop {
+                let mut h = vec![0u8; hlen];
+                self.mpi
+                    .bcast("partitioning round", &mut h, 0)
+                    .unwrap_or_else(|e| fatal(self.mpi, e));
+                let v = bytes_u64(&h);
+                let rects: Vec<Rect> = v[2..]
+                    .chunks(4)
+                    .map(|c| Rect {
+                        row: c[0],
+                        col: c[1],
+                        rows: c[2],
+                        cols: c[3],
+                    })
+                    .collect();
+                match v[0] {
+                    CMD_PROBE | CMD_ROUND => {
+                        self.serve_round(&rects, v[0] == CMD_PROBE)?;
+                    }
+                    CMD_DONE => {
+                        let split = self
+                            .history
+                            .get(v[1] as usize)
+                            .map(|h| h.1.clone())
+                            .ok_or("the head kept a round this rank did not measure")?;
+                        return Ok((rects, split, None));
+                    }
+                    _ => return Err("the head rank's partitioning failed (see rank 0)".into()),
+                }
+            }
+        }
+    }
+
+    /// Everything after the start; `Ok(true)` when verified.
+    fn all(&mut self) -> Result<bool, String> {
+        let (q, rank, g, b) = (self.mpi.size, self.mpi.rank, self.g, self.b as usize);
+        let t0 = Instant::now();
+        let (rects, split, outcome) = self.partition()?;
+        let partition_s = t0.elapsed().as_secs_f64();
+        let me = rects[rank];
+        let (rows, cols) = (me.rows as usize * b, me.cols as usize * b);
+        if split.iter().sum::<u64>() != cols as u64 {
+            return Err(format!(
+                "rank {rank}: device split {split:?} does not cover {cols} columns"
+            ));
+        }
+        let n = self.o.n as usize;
+        // Distribution: rank 0 holds A and B.
+        let t1 = Instant::now();
+        let (ga, gb) = if rank == 0 {
+            let random = |stream| {
+                let mut rng = input_rng(self.o.seed, stream);
+                (0..n * n)
+                    .map(|_| rng.uniform_f32(0.0, 1.0))
+                    .collect::<Vec<f32>>()
+            };
+            (random(1), random(2))
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let mut a = vec![0f32; rows * cols];
+        let mut bl = vec![0f32; rows * cols];
+        {
+            let mut packed: Vec<(Vec<f32>, usize, i64)> = Vec::new();
+            if rank == 0 {
+                for (i, r) in rects.iter().enumerate() {
+                    let (r0, nr, c0, nc) = (
+                        r.row as usize * b,
+                        r.rows as usize * b,
+                        r.col as usize * b,
+                        r.cols as usize * b,
+                    );
+                    let pa = pack(&ga, n, r0, nr, c0, nc);
+                    let pb = pack(&gb, n, r0, nr, c0, nc);
+                    if i == 0 {
+                        a.copy_from_slice(&pa);
+                        bl.copy_from_slice(&pb);
+                    } else if r.area() > 0 {
+                        packed.push((pa, i, tag(1, 0, 0, 0, i, g, q)));
+                        packed.push((pb, i, tag(1, 0, 1, 0, i, g, q)));
+                    }
+                }
+            }
+            let sends: Vec<(&[f32], usize, i64)> = packed
+                .iter()
+                .map(|(v, p, t)| (v.as_slice(), *p, *t))
+                .collect();
+            let mut recvs: Vec<(&mut [f32], usize, i64)> = Vec::new();
+            if rank != 0 && me.area() > 0 {
+                recvs.push((a.as_mut_slice(), 0, tag(1, 0, 0, 0, rank, g, q)));
+                recvs.push((bl.as_mut_slice(), 0, tag(1, 0, 1, 0, rank, g, q)));
+            }
+            self.mpi
+                .exchange("distributing A and B", &sends, &mut recvs)
+                .unwrap_or_else(|e| fatal(self.mpi, e));
+        }
+        let distribute_s = t1.elapsed().as_secs_f64();
+        // The G pivot steps.
+        let t2 = Instant::now();
+        let mut c = vec![0f32; rows * cols];
+        let mut counts = vec![0u32; cols];
+        let mut comm_s = 0.0;
+        let mut compute_s = 0.0;
+        let mut sent_blocks = 0u64;
+        let mut busy = vec![0.0f64; split.len()];
+        let mut cdata = Data::default();
+        let mut apanel = vec![0f32; rows * b];
+        let mut bpanel = vec![0f32; b * cols];
+        let result = (|| -> Result<(), String> {
+            for k in 0..g {
+                let tc = Instant::now();
+                let (sp, rp) = plan(&rects, rank, k);
+                let mut out: Vec<(Vec<f32>, usize, i64)> = Vec::new();
+                for p in &sp {
+                    let piece = if p.matrix == 0 {
+                        let kk = (k - me.col) as usize * b;
+                        pack(
+                            &a,
+                            rows,
+                            (p.lo - me.row) as usize * b,
+                            (p.hi - p.lo) as usize * b,
+                            kk,
+                            b,
+                        )
+                    } else {
+                        let kk = (k - me.row) as usize * b;
+                        pack(
+                            &bl,
+                            rows,
+                            kk,
+                            b,
+                            (p.lo - me.col) as usize * b,
+                            (p.hi - p.lo) as usize * b,
+                        )
+                    };
+                    if p.peer == rank {
+                        if p.matrix == 0 {
+                            unpack(
+                                &mut apanel,
+                                rows,
+                                (p.lo - me.row) as usize * b,
+                                (p.hi - p.lo) as usize * b,
+                                0,
+                                &piece,
+                            );
+                        } else {
+                            unpack(&mut bpanel, b, 0, b, (p.lo - me.col) as usize * b, &piece);
+                        }
+                    } else {
+                        sent_blocks += p.hi - p.lo;
+                        out.push((piece, p.peer, tag(0, k, p.matrix, rank, p.peer, g, q)));
+                    }
+                }
+                let mut inbox: Vec<(Vec<f32>, &Piece)> = rp
+                    .iter()
+                    .filter(|p| p.peer != rank)
+                    .map(|p| (vec![0f32; (p.hi - p.lo) as usize * b * b], p))
+                    .collect();
+                {
+                    let sends: Vec<(&[f32], usize, i64)> =
+                        out.iter().map(|(v, p, t)| (v.as_slice(), *p, *t)).collect();
+                    let mut recvs: Vec<(&mut [f32], usize, i64)> = inbox
+                        .iter_mut()
+                        .map(|(v, p)| {
+                            (
+                                v.as_mut_slice(),
+                                p.peer,
+                                tag(0, k, p.matrix, p.peer, rank, g, q),
+                            )
+                        })
+                        .collect();
+                    self.mpi
+                        .exchange("pivot step", &sends, &mut recvs)
+                        .unwrap_or_else(|e| fatal(self.mpi, e));
+                }
+                for (v, p) in &inbox {
+                    if p.matrix == 0 {
+                        unpack(
+                            &mut apanel,
+                            rows,
+                            (p.lo - me.row) as usize * b,
+                            (p.hi - p.lo) as usize * b,
+                            0,
+                            v,
+                        );
+                    } else {
+                        unpack(&mut bpanel, b, 0, b, (p.lo - me.col) as usize * b, v);
+                    }
+                }
+                comm_s += tc.elapsed().as_secs_f64();
+                if me.area() == 0 {
+                    continue;
+                }
+                let tk = Instant::now();
+                let tasks =
+                    self.slices(&mut cdata, &mut apanel, &mut bpanel, &mut c, rows, &split)?;
+                let secs = run_pinned(&raw mut plb_mm_cl, &tasks);
+                // The panels are refilled next step: unregistered now (C's
+                // slices too; data back in main memory).
+                cdata.unregister_all();
+                let secs = secs?;
+                let mut off = 0usize;
+                let mut it = secs.into_iter();
+                for (j, &w) in split.iter().enumerate() {
+                    if w == 0 {
+                        continue;
+                    }
+                    busy[j] += it.next().unwrap_or(0.0);
+                    for cnt in &mut counts[off..off + w as usize] {
+                        *cnt += 1;
+                    }
+                    off += w as usize;
+                }
+                compute_s += tk.elapsed().as_secs_f64();
+            }
+            Ok(())
+        })();
+        cdata.unregister_all();
+        result?;
+        let multiply_s = t2.elapsed().as_secs_f64();
+        // Gather C' and the column counts at rank 0.
+        let t3 = Instant::now();
+        let countf: Vec<f32> = counts.iter().map(|&x| x as f32).collect();
+        let mut gc = if rank == 0 {
+            vec![0f32; n * n]
+        } else {
+            Vec::new()
+        };
+        let mut gcount: Vec<Vec<f32>> = vec![Vec::new(); q];
+        {
+            let mut inbox: Vec<(usize, Vec<f32>, Vec<f32>)> = if rank == 0 {
+                rects
+                    .iter()
+                    .enumerate()
+                    .skip(1)
+                    .filter(|(_, r)| r.area() > 0)
+                    .map(|(i, r)| {
+                        let (nr, nc) = (r.rows as usize * b, r.cols as usize * b);
+                        (i, vec![0f32; nr * nc], vec![0f32; nc])
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let mut sends: Vec<(&[f32], usize, i64)> = Vec::new();
+            if rank != 0 && me.area() > 0 {
+                sends.push((c.as_slice(), 0, tag(2, 0, 0, rank, 0, g, q)));
+                sends.push((countf.as_slice(), 0, tag(2, 0, 1, rank, 0, g, q)));
+            }
+            {
+                let mut recvs: Vec<(&mut [f32], usize, i64)> = Vec::new();
+                for (i, cv, nv) in inbox.iter_mut() {
+                    recvs.push((cv.as_mut_slice(), *i, tag(2, 0, 0, *i, 0, g, q)));
+                    recvs.push((nv.as_mut_slice(), *i, tag(2, 0, 1, *i, 0, g, q)));
+                }
+                self.mpi
+                    .exchange("collecting C", &sends, &mut recvs)
+                    .unwrap_or_else(|e| fatal(self.mpi, e));
+            }
+            if rank == 0 {
+                gcount[0] = countf.clone();
+                unpack(
+                    &mut gc,
+                    n,
+                    me.row as usize * b,
+                    rows,
+                    me.col as usize * b,
+                    &c,
+                );
+                for (i, cv, nv) in inbox {
+                    let r = rects[i];
+                    unpack(
+                        &mut gc,
+                        n,
+                        r.row as usize * b,
+                        r.rows as usize * b,
+                        r.col as usize * b,
+                        &cv,
+                    );
+                    gcount[i] = nv;
+                }
+            }
+        }
+        let gather_s = t3.elapsed().as_secs_f64();
+        // Per-rank figures to rank 0.
+        let mut stats = vec![0.0f64; STATS];
+        stats[0] = me.rows as f64;
+        stats[1] = me.cols as f64;
+        stats[2] = compute_s;
+        stats[3] = comm_s;
+        stats[4] = sent_blocks as f64;
+        stats[5] = split.len() as f64;
+        stats[6] = self
+            .workers
+            .iter()
+            .filter(|w| w.starts_with("opencl"))
+            .count() as f64;
+        for (j, &w) in split.iter().enumerate() {
+            stats[8 + j] = w as f64;
+        }
+        let all = self
+            .mpi
+            .allgather("statistics", &f64_bytes(&stats))
+            .unwrap_or_else(|e| fatal(self.mpi, e));
+        let all: Vec<Vec<f64>> = all.iter().map(|v| bytes_f64(v)).collect();
+        let mut verdict = [1u8];
+        if rank == 0 {
+            let report = Report {
+                o: self.o,
+                rects: &rects,
+                gcount: &gcount,
+                gc: &gc,
+                ga: &ga,
+                gb: &gb,
+                stats: &all,
+                outcome: outcome.as_ref(),
+                emulate: self.emulate,
+                times: [partition_s, distribute_s, multiply_s, gather_s],
+            };
+            verdict[0] = u8::from(report.print());
+        }
+        self.mpi
+            .bcast("verdict", &mut verdict, 0)
+            .unwrap_or_else(|e| fatal(self.mpi, e));
+        Ok(verdict[0] == 1)
+    }
+}
+
+/// What rank 0 checks and prints.
+struct Report<'a> {
+    o: &'a Options,
+    rects: &'a [Rect],
+    gcount: &'a [Vec<f32>],
+    gc: &'a [f32],
+    ga: &'a [f32],
+    gb: &'a [f32],
+    stats: &'a [Vec<f64>],
+    outcome: Option<&'a plb_core::cluster::HierOutcome>,
+    emulate: &'a BTreeMap<usize, String>,
+    times: [f64; 4],
+}
+
+impl Report<'_> {
+    /// Coverage: the rectangles tile C and every column of every node was
+    /// updated exactly G times. Returns a description of what is wrong.
+    fn coverage(&self) -> Result<(), String> {
+        let (g, b) = (self.o.n / self.o.b, self.o.b as usize);
+        let mut owners = vec![0u32; (g * g) as usize];
+        for r in self.rects {
+            for i in r.row..r.row + r.rows {
+                for j in r.col..r.col + r.cols {
+                    owners[(i * g + j) as usize] += 1;
+                }
+            }
+        }
+        if let Some(p) = owners.iter().position(|&c| c != 1) {
+            return Err(format!(
+                "block ({}, {}) owned {} times",
+                p as u64 / g,
+                p as u64 % g,
+                owners[p]
+            ));
+        }
+        for (i, r) in self.rects.iter().enumerate() {
+            let counts = &self.gcount[i];
+            if counts.len() != r.cols as usize * b {
+                return Err(format!(
+                    "rank {i}: {} column counts for {} columns",
+                    counts.len(),
+                    r.cols as usize * b
+                ));
+            }
+            if let Some(c) = counts.iter().position(|&x| x != g as f32) {
+                return Err(format!(
+                    "rank {i}: column {} of C updated {} times, not {g}",
+                    r.col as usize * b + c,
+                    counts[c]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// C = A·B on one entry per block and 1024 more, in double precision.
+    fn verify(&self) -> (bool, String) {
+        let n = self.o.n as usize;
+        let (g, b) = ((n as u64 / self.o.b) as usize, self.o.b as usize);
+        let mut rng = input_rng(self.o.seed, 3);
+        let mut samples: Vec<(usize, usize)> = Vec::new();
+        for bi in 0..g {
+            for bj in 0..g {
+                samples.push((
+                    bi * b + rng.below(b as u64) as usize,
+                    bj * b + rng.below(b as u64) as usize,
+                ));
+            }
+        }
+        samples.extend(
+            (0..1024).map(|_| (rng.below(n as u64) as usize, rng.below(n as u64) as usize)),
+        );
+        let mut bad = 0;
+        let mut worst = 0.0f64;
+        for &(i, j) in &samples {
+            let (mut sum, mut abs) = (0.0f64, 0.0f64);
+            for k in 0..n {
+                let p = f64::from(self.ga[i + k * n]) * f64::from(self.gb[k + j * n]);
+                sum += p;
+                abs += p.abs();
+            }
+            let err = (f64::from(self.gc[i + j * n]) - sum).abs() / abs.max(f64::MIN_POSITIVE);
+            if err.is_nan() || err > 1e-3 {
+                bad += 1;
+            }
+            worst = if err.is_nan() {
+                f64::INFINITY
+            } else {
+                worst.max(err)
+            };
+        }
+        (
+            bad == 0,
+            format!(
+                "{} entries vs double precision: {bad} wrong, max rel err {worst:.1e}",
+                samples.len()
+            ),
+        )
+    }
+
+    /// Ideal node shares: from the emulated speeds (Σ over a rank's
+    /// workers of their first-phase speed factor) when every worker is a
+    /// CPU worker; else from the speeds measured in the final round.
+    fn ideal_shares(&self) -> (Vec<f64>, &'static str) {
+        let q = self.rects.len();
+        let any_opencl = self.stats.iter().any(|s| s[6] > 0.0);
+        let speeds: Vec<f64> = if any_opencl {
+            let times: Vec<f64> = self
+                .outcome
+                .map(|o| o.parts.iter().map(|p| p.time).collect())
+                .unwrap_or_else(|| vec![1.0; q]);
+            self.rects
+                .iter()
+                .zip(&times)
+                .map(|(r, &t)| if t > 0.0 { r.area() as f64 / t } else { 0.0 })
+                .collect()
+        } else {
+            (0..q)
+                .map(|r| {
+                    let spec = self.emulate.get(&r).and_then(|s| Emulation::parse(s).ok());
+                    (0..self.stats[r][5] as u32)
+                        .map(|w| {
+                            spec.as_ref()
+                                .and_then(|e| e.worker(w))
+                                .and_then(|we| we.phases.first())
+                                .map_or(1.0, |p| p.speed)
+                        })
+                        .sum()
+                })
+                .collect()
+        };
+        let sum: f64 = speeds.iter().sum();
+        (
+            speeds
+                .iter()
+                .map(|s| s / sum.max(f64::MIN_POSITIVE))
+                .collect(),
+            if any_opencl { "measured" } else { "emulated" },
+        )
+    }
+
+    fn print(&self) -> bool {
+        let (g, n) = (self.o.n / self.o.b, self.o.n);
+        let coverage = self.coverage();
+        let (verified, detail) = self.verify();
+        let q = self.rects.len();
+        let w_total = (g * g) as f64;
+        let (ideal, ideal_from) = self.ideal_shares();
+        let share_err = self
+            .rects
+            .iter()
+            .zip(&ideal)
+            .map(|(r, i)| (r.area() as f64 / w_total - i).abs())
+            .fold(0.0, f64::max);
+        let areas: Vec<u64> = self.rects.iter().map(Rect::area).collect();
+        let h_cma = cma::half_perimeters(self.rects);
+        let strips = cma::strips(&areas, g).ok();
+        let h_strips = strips.as_ref().map(|s| cma::half_perimeters(s));
+        let traffic = pivot_traffic_blocks(self.rects, g);
+        let traffic_strips = strips.as_ref().map(|s| pivot_traffic_blocks(s, g));
+        let [partition_s, distribute_s, multiply_s, gather_s] = self.times;
+        for (r, s) in self.stats.iter().enumerate() {
+            let split: Vec<String> = (0..s[5] as usize)
+                .map(|j| format!("{}", s[8 + j]))
+                .collect();
+            println!(
+                "rank {r}: {}x{} blocks ({:.1} % of C, ideal {:.1} %), device columns [{}], kernel {:.3} s, communication {:.3} s, {}{}",
+                s[0],
+                s[1],
+                100.0 * s[0] * s[1] / w_total,
+                100.0 * ideal[r],
+                split.join(" "),
+                s[2],
+                s[3],
+                if s[6] > 0.0 {
+                    "PoCL OpenCL worker, "
+                } else {
+                    ""
+                },
+                self.emulate
+                    .get(&r)
+                    .map_or("no emulation".to_string(), |e| format!("EMULATED {e}"))
+            );
+        }
+        let ok = verified && coverage.is_ok();
+        let (rounds, drounds, conv, imb) = self.outcome.map_or((0, 0, false, f64::NAN), |o| {
+            (o.node_rounds, o.device_rounds, o.converged, o.imbalance)
+        });
+        println!(
+            "{TAG} ranks={q} n={n} b={} algo={} rounds={rounds} device_rounds={drounds} converged={conv} imbalance={imb:.3} partition_s={partition_s:.3} distribute_s={distribute_s:.3} multiply_s={multiply_s:.3} gather_s={gather_s:.3} gflops={:.2} shares=[{}] ideal_from={ideal_from} ideal=[{}] max_share_error={share_err:.3} h_cma={h_cma} h_strips={} traffic_blocks={traffic} traffic_blocks_strips={} coverage={} verified={} ({detail})",
+            self.o.b,
+            self.o.algo,
+            2.0 * (n as f64).powi(3) / multiply_s / 1e9,
+            areas
+                .iter()
+                .map(|a| format!("{:.3}", *a as f64 / w_total))
+                .collect::<Vec<_>>()
+                .join(","),
+            ideal
+                .iter()
+                .map(|a| format!("{a:.3}"))
+                .collect::<Vec<_>>()
+                .join(","),
+            h_strips.map_or("-".into(), |h| h.to_string()),
+            traffic_strips.map_or("-".into(), |h| h.to_string()),
+            match &coverage {
+                Ok(()) => "exact".to_string(),
+                Err(e) => format!("WRONG({e})"),
+            },
+            if verified { "ok" } else { "WRONG" },
+        );
+        ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pivot_plan_matches_sends_and_receives() {
+        let rects = cma::arrange(&[10, 6], 4).unwrap();
+        for k in 0..4 {
+            for me in 0..2 {
+                let (sends, _) = plan(&rects, me, k);
+                for s in sends {
+                    let (_, recvs) = plan(&rects, s.peer, k);
+                    let back = Piece {
+                        peer: me,
+                        ..s.clone()
+                    };
+                    assert!(recvs.contains(&back), "{s:?} from {me} at {k}");
+                }
+            }
+        }
+        // Every node receives, each step, its rows of A's pivot column
+        // and its columns of B's pivot row, once.
+        for k in 0..4 {
+            for me in 0..2 {
+                let (_, recvs) = plan(&rects, me, k);
+                let a: u64 = recvs
+                    .iter()
+                    .filter(|p| p.matrix == 0)
+                    .map(|p| p.hi - p.lo)
+                    .sum();
+                let b: u64 = recvs
+                    .iter()
+                    .filter(|p| p.matrix == 1)
+                    .map(|p| p.hi - p.lo)
+                    .sum();
+                assert_eq!((a, b), (rects[me].rows, rects[me].cols));
+            }
+        }
+    }
+
+    #[test]
+    fn packing_round_trips() {
+        let m: Vec<f32> = (0..20).map(|x| x as f32).collect(); // 4 x 5
+        let p = pack(&m, 4, 1, 2, 2, 3);
+        assert_eq!(p, vec![9.0, 10.0, 13.0, 14.0, 17.0, 18.0]);
+        let mut back = vec![0f32; 20];
+        unpack(&mut back, 4, 1, 2, 2, &p);
+        assert_eq!(back[9], 9.0);
+        assert_eq!(back[18], 18.0);
+        assert_eq!(back[0], 0.0);
+    }
+
+    #[test]
+    fn mismatched_fingerprints_name_the_field() {
+        assert_eq!(
+            first_difference("n=1 b=2", "n=1 b=3"),
+            "`b=3` where rank 0 has `b=2`"
+        );
+        assert!(rank_emulation(&["x".into()]).is_err());
+        assert!(rank_emulation(&["1=0:speed=0.5".into(), "1=0:speed=0.2".into()]).is_err());
+        assert_eq!(
+            rank_emulation(&["2=0:speed=0.5".into()]).unwrap()[&2],
+            "0:speed=0.5"
+        );
+    }
+}

@@ -1,0 +1,237 @@
+//! The safe layer over `codelets/mpi/plb_mpi.c`: MPI start and stop,
+//! control collectives with a deadline, and StarPU-MPI data exchanges.
+//! A collective or exchange that does not complete in time is a
+//! [`CommError::TimedOut`]: the caller says so on its rank and ends the
+//! job ([`Mpi::abort`]), so a dead or silent rank never hangs the others.
+
+// Unsafe code is denied in the workspace; allowed here because MPI and
+// StarPU-MPI are reached through the C shim (every unsafe block has a
+// `// SAFETY:` comment).
+#![allow(unsafe_code)]
+
+use std::ffi::{c_int, c_void};
+use std::fmt;
+
+#[repr(C)]
+struct RawMsg {
+    buf: *mut f32,
+    count: i64,
+    peer: c_int,
+    tag: i64,
+}
+
+unsafe extern "C" {
+    fn plb_mpi_init(rank: *mut c_int, size: *mut c_int) -> c_int;
+    fn plb_mpi_finalize();
+    fn plb_mpi_abort(code: c_int);
+    fn plb_mpi_allgather(send: *const c_void, len: c_int, recv: *mut c_void, timeout: f64)
+    -> c_int;
+    fn plb_mpi_bcast(buf: *mut c_void, len: c_int, root: c_int, timeout: f64) -> c_int;
+    fn plb_mpi_exchange(
+        sends: *const RawMsg,
+        nsends: c_int,
+        recvs: *const RawMsg,
+        nrecvs: c_int,
+        timeout: f64,
+    ) -> c_int;
+}
+
+/// A collective or exchange that failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CommError {
+    /// Not complete within the deadline: a rank died or does not answer.
+    TimedOut { what: String, seconds: f64 },
+    /// MPI or StarPU-MPI returned an error.
+    Failed { what: String, code: i32 },
+}
+
+impl fmt::Display for CommError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommError::TimedOut { what, seconds } => write!(
+                f,
+                "{what}: no answer within {seconds} s (a rank died, hangs or is far slower; --timeout raises the limit)"
+            ),
+            CommError::Failed { what, code } => write!(f, "{what}: MPI error {code}"),
+        }
+    }
+}
+
+/// This process's place in `MPI_COMM_WORLD`; MPI is finalised on drop.
+pub struct Mpi {
+    pub rank: usize,
+    pub size: usize,
+    /// Deadline of every collective and exchange, seconds.
+    pub timeout_s: f64,
+}
+
+/// The rank the MPI launcher gave this process, read from its environment
+/// before MPI starts (Open MPI, PMIx, MPICH / Hydra); `None` outside one.
+pub fn launcher_rank() -> Option<usize> {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+}
+
+impl Mpi {
+    /// Initialises MPI (thread level MULTIPLE).
+    pub fn init(timeout_s: f64) -> Result<Mpi, String> {
+        let (mut rank, mut size) = (0, 0);
+        // SAFETY: called once per process, from the main thread, before
+        // StarPU starts; the out-pointers are valid.
+        let rc = unsafe { plb_mpi_init(&mut rank, &mut size) };
+        if rc != 0 {
+            return Err(format!("MPI initialisation failed ({rc})"));
+        }
+        Ok(Mpi {
+            rank: rank as usize,
+            size: size as usize,
+            timeout_s,
+        })
+    }
+
+    fn check(&self, what: &str, rc: c_int) -> Result<(), CommError> {
+        match rc {
+            0 => Ok(()),
+            -1 => Err(CommError::TimedOut {
+                what: what.to_string(),
+                seconds: self.timeout_s,
+            }),
+            code => Err(CommError::Failed {
+                what: what.to_string(),
+                code,
+            }),
+        }
+    }
+
+    /// Every rank's `mine` (same length on every rank), rank by rank.
+    pub fn allgather(&self, what: &str, mine: &[u8]) -> Result<Vec<Vec<u8>>, CommError> {
+        let len = mine.len();
+        let mut all = vec![0u8; len * self.size];
+        let Ok(n) = c_int::try_from(len) else {
+            return Err(CommError::Failed {
+                what: what.into(),
+                code: -8,
+            });
+        };
+        // SAFETY: `mine` has `len` bytes and `all` `len · size`; both live
+        // until the call returns (it completes or times out; on a time-out
+        // the job is aborted before the buffers are freed).
+        let rc = unsafe {
+            plb_mpi_allgather(
+                mine.as_ptr().cast(),
+                n,
+                all.as_mut_ptr().cast(),
+                self.timeout_s,
+            )
+        };
+        self.check(what, rc)?;
+        Ok(all.chunks(len.max(1)).map(<[u8]>::to_vec).collect())
+    }
+
+    /// `buf` of `root` into every rank's `buf` (same length everywhere).
+    pub fn bcast(&self, what: &str, buf: &mut [u8], root: usize) -> Result<(), CommError> {
+        let Ok(n) = c_int::try_from(buf.len()) else {
+            return Err(CommError::Failed {
+                what: what.into(),
+                code: -8,
+            });
+        };
+        // SAFETY: `buf` has `n` bytes and lives until the call returns.
+        let rc =
+            unsafe { plb_mpi_bcast(buf.as_mut_ptr().cast(), n, root as c_int, self.timeout_s) };
+        self.check(what, rc)
+    }
+
+    /// Sends and receives float buffers with StarPU-MPI (StarPU-MPI must be
+    /// running): every receive and send posted, then waited for.
+    pub fn exchange(
+        &self,
+        what: &str,
+        sends: &[(&[f32], usize, i64)],
+        recvs: &mut [(&mut [f32], usize, i64)],
+    ) -> Result<(), CommError> {
+        let raw = |ptr: *mut f32, len: usize, peer: usize, tag: i64| RawMsg {
+            buf: ptr,
+            count: len as i64,
+            peer: peer as c_int,
+            tag,
+        };
+        // StarPU-MPI only reads a send buffer; the pointer is mutable
+        // because the C registration takes one.
+        let s: Vec<RawMsg> = sends
+            .iter()
+            .map(|(d, p, t)| raw(d.as_ptr().cast_mut(), d.len(), *p, *t))
+            .collect();
+        let r: Vec<RawMsg> = recvs
+            .iter_mut()
+            .map(|(d, p, t)| raw(d.as_mut_ptr(), d.len(), *p, *t))
+            .collect();
+        // SAFETY: every buffer is borrowed for the whole call (sends shared,
+        // receives exclusive), the C side registers, transfers and
+        // unregisters them before returning 0; on an error the job is
+        // aborted before the buffers are freed.
+        let rc = unsafe {
+            plb_mpi_exchange(
+                s.as_ptr(),
+                s.len() as c_int,
+                r.as_ptr(),
+                r.len() as c_int,
+                self.timeout_s,
+            )
+        };
+        self.check(what, rc)
+    }
+
+    /// Ends every rank of the job with `code` (MPI_Abort).
+    pub fn abort(&self, code: i32) -> ! {
+        // SAFETY: MPI is initialised; MPI_Abort does not return.
+        unsafe { plb_mpi_abort(code) };
+        std::process::exit(code)
+    }
+}
+
+impl Drop for Mpi {
+    fn drop(&mut self) {
+        // SAFETY: MPI was initialised by `init`; StarPU-MPI was shut down
+        // before (the session is dropped first).
+        unsafe { plb_mpi_finalize() };
+    }
+}
+
+/// `f64`s as bytes (little endian) and back.
+pub fn f64_bytes(v: &[f64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// See [`f64_bytes`].
+pub fn bytes_f64(b: &[u8]) -> Vec<f64> {
+    b.chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect()
+}
+
+/// `u64`s as bytes (little endian) and back.
+pub fn u64_bytes(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// See [`u64_bytes`].
+pub fn bytes_u64(b: &[u8]) -> Vec<u64> {
+    b.chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_survive_the_byte_round_trip() {
+        let f = [1.5, -2.0, f64::INFINITY];
+        assert_eq!(bytes_f64(&f64_bytes(&f)), f);
+        let u = [0, 7, u64::MAX];
+        assert_eq!(bytes_u64(&u64_bytes(&u)), u);
+    }
+}
