@@ -14,6 +14,7 @@ PACKAGES=(
   libclang-dev cmake pkg-config build-essential  # bindgen, ipopt-sys, cc
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo  # a real OpenCL worker on the CPU
   gnuplot-nox                                   # plots (scripts/plot-*.sh)
+  libopenmpi-dev openmpi-bin                    # StarPU-MPI runs (plb app mm-mpi, mpirun)
 )
 
 missing=()

@@ -97,8 +97,9 @@ pub struct Options {
     /// Seconds any collective step may wait before the job is ended
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
-    /// A deliberate fault: die:RANK (exits at once) or hang:RANK (never
-    /// answers)
+    /// A deliberate fault: die:RANK (exits at once), hang:RANK (never
+    /// answers), skip:RANK or repeat:RANK (loses or repeats the rank's
+    /// first update of C)
     #[arg(long, hide = true, value_name = "FAULT")]
     pub inject_fault: Option<String>,
 }
@@ -321,6 +322,7 @@ fn inject_fault(o: &Options, mpi: &Mpi) {
                 std::thread::sleep(std::time::Duration::from_secs(3600));
             }
         }
+        "skip" | "repeat" => {}
         _ => eprintln!(
             "plb app mm-mpi: rank {}: unknown fault `{f}` ignored",
             mpi.rank
@@ -483,7 +485,7 @@ impl<'a> Run<'a> {
         let mut bm = vec![1.0f32; b * total];
         let mut c = vec![0.0f32; rows * total];
         let mut data = Data::default();
-        let tasks = self.slices(&mut data, &mut a, &mut bm, &mut c, rows, cols)?;
+        let (tasks, _) = self.slices(&mut data, &mut a, &mut bm, &mut c, rows, cols)?;
         let cl = &raw mut plb_mm_cl;
         let secs = run_pinned(cl, &tasks);
         data.unregister_all();
@@ -508,8 +510,9 @@ impl<'a> Run<'a> {
         c: &mut [f32],
         rows: usize,
         cols: &[u64],
-    ) -> Result<Vec<(i32, Vec<Handle>)>, String> {
+    ) -> Result<(Vec<(i32, Vec<Handle>)>, Vec<(usize, usize)>), String> {
         let b = self.b as usize;
+        let mut ranges = Vec::new();
         // SAFETY: `a` holds rows·b elements, untouched until unregistered.
         let ah = unsafe { data.matrix(a.as_mut_ptr(), rows, rows, b)? };
         let mut tasks = Vec::new();
@@ -530,9 +533,25 @@ impl<'a> Run<'a> {
                 )
             };
             tasks.push((j as i32, vec![ah, bh, ch]));
+            ranges.push((off, w));
             off += w;
         }
-        Ok(tasks)
+        Ok((tasks, ranges))
+    }
+
+    /// `skip` or `repeat` when `--inject-fault skip:R` / `repeat:R` names
+    /// this rank and `k` is the first pivot step: a lost or repeated update
+    /// that the coverage check and the verification must catch.
+    fn step_fault(&self, k: u64) -> Option<&'static str> {
+        let (kind, r) = self.o.inject_fault.as_deref()?.split_once(':')?;
+        if k != 0 || r.parse::<usize>().ok() != Some(self.mpi.rank) {
+            return None;
+        }
+        match kind {
+            "skip" => Some("skip"),
+            "repeat" => Some("repeat"),
+            _ => None,
+        }
     }
 
     /// This node's IDPA on `rect` (in blocks).
@@ -774,7 +793,6 @@ impl<'a> Run<'a> {
         let mut comm_s = 0.0;
         let mut compute_s = 0.0;
         let mut sent_blocks = 0u64;
-        let mut busy = vec![0.0f64; split.len()];
         let mut cdata = Data::default();
         let mut apanel = vec![0f32; rows * b];
         let mut bpanel = vec![0f32; b * cols];
@@ -860,28 +878,32 @@ impl<'a> Run<'a> {
                     }
                 }
                 comm_s += tc.elapsed().as_secs_f64();
-                if me.area() == 0 {
+                let fault = self.step_fault(k);
+                if me.area() == 0 || fault == Some("skip") {
                     continue;
                 }
                 let tk = Instant::now();
-                let tasks =
+                let (mut tasks, mut ranges) =
                     self.slices(&mut cdata, &mut apanel, &mut bpanel, &mut c, rows, &split)?;
+                if fault == Some("repeat") {
+                    // A second task on the first slice (StarPU orders the
+                    // two read-write accesses to C).
+                    if let (Some(t), Some(r)) = (tasks.first().cloned(), ranges.first().copied()) {
+                        tasks.push(t);
+                        ranges.push(r);
+                    }
+                }
                 let secs = run_pinned(&raw mut plb_mm_cl, &tasks);
                 // The panels are refilled next step: unregistered now (C's
                 // slices too; data back in main memory).
                 cdata.unregister_all();
                 let secs = secs?;
-                let mut off = 0usize;
-                let mut it = secs.into_iter();
-                for (j, &w) in split.iter().enumerate() {
-                    if w == 0 {
-                        continue;
-                    }
-                    busy[j] += it.next().unwrap_or(0.0);
-                    for cnt in &mut counts[off..off + w as usize] {
+                // Each task that ran counts once on the columns it updated.
+                debug_assert_eq!(secs.len(), ranges.len());
+                for (off, w) in &ranges {
+                    for cnt in &mut counts[*off..off + w] {
                         *cnt += 1;
                     }
-                    off += w as usize;
                 }
                 compute_s += tk.elapsed().as_secs_f64();
             }

@@ -334,6 +334,7 @@ impl Level {
                     Algorithm::PlbHac => self.plb_hac_split(),
                     Algorithm::Homogeneous => gpa::even(n, self.total),
                 };
+                let next = at_least_one_each(next);
                 if next == units {
                     // Nothing new to learn: the models reproduce this split.
                     return Ok(self.finish(false));
@@ -345,6 +346,28 @@ impl Level {
             )),
         }
     }
+}
+
+/// Gives every element at least one unit (taken from the largest shares)
+/// when there are enough: an element left without work would never be
+/// measured again, and a partial model built on a latency-bound probe
+/// alone would starve it for good.
+fn at_least_one_each(mut x: Vec<u64>) -> Vec<u64> {
+    let total: u64 = x.iter().sum();
+    if total < x.len() as u64 {
+        return x;
+    }
+    while let Some(i) = x.iter().position(|&v| v == 0) {
+        let Some(j) = (0..x.len()).max_by_key(|&j| x[j]) else {
+            break;
+        };
+        if x[j] <= 1 {
+            break;
+        }
+        x[j] -= 1;
+        x[i] = 1;
+    }
+    x
 }
 
 /// Runs a level to its end against `measure(step)`, which returns the
@@ -438,6 +461,33 @@ mod tests {
         );
         assert!(o.imbalance < 0.1, "{o:?}");
         assert_eq!(o.units.iter().sum::<u64>(), 8000);
+    }
+
+    #[test]
+    fn no_element_is_left_without_work() {
+        // Element 1 pays a large fixed cost: its one-unit probe makes it
+        // look 1000x slower than it is on large blocks.
+        let mut level = Level::new(Algorithm::Fpm, 2, 1000, LevelConfig::default()).unwrap();
+        let mut seen_one = false;
+        let out = run_level(&mut level, |u| {
+            if u[1] == 0 {
+                seen_one = true;
+            }
+            let t = vec![
+                u[0] as f64 * 1e-3,
+                if u[1] > 0 {
+                    1.0 + u[1] as f64 * 1e-3
+                } else {
+                    0.0
+                },
+            ];
+            (u.to_vec(), t)
+        })
+        .unwrap();
+        assert!(!seen_one, "an element got nothing");
+        assert!(out.units[1] >= 1, "{out:?}");
+        assert_eq!(at_least_one_each(vec![0, 5, 0]), vec![1, 3, 1]);
+        assert_eq!(at_least_one_each(vec![0, 1]), vec![0, 1]);
     }
 
     #[test]

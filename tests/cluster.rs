@@ -1,0 +1,250 @@
+//! `plb app mm-mpi` under `mpirun` on this machine (issue 14 §1, §3, §5):
+//! exact coverage and a verified product with 2, 3 and 4 ranks, with
+//! EMULATED per-rank heterogeneity (one rank much slower, one whose speed
+//! changes mid-run); mismatched configurations refused on every rank; a
+//! rank that never answers ends the job with a message instead of a hang.
+//!
+//! Needs `mpirun` (Open MPI, installed by scripts/setup.sh) and a `plb`
+//! built with StarPU-MPI.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// `mpirun` with what a root user on a small machine needs.
+fn mpirun(np: &str) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args(["--oversubscribe", "--bind-to", "none", "-np", np])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("STARPU_SILENT", "1")
+        .env_remove("PLB_EMULATE");
+    c
+}
+
+fn run(mut c: Command) -> (Output, Duration) {
+    let t = Instant::now();
+    let out = c
+        .output()
+        .expect("mpirun not found: install Open MPI (bash scripts/setup.sh)");
+    (out, t.elapsed())
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The summary line's `key=value`.
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+}
+
+fn mm_mpi(np: usize, extra: &[&str]) -> String {
+    let mut c = mpirun(&np.to_string());
+    c.arg(env!("CARGO_BIN_EXE_plb"))
+        .args([
+            "app",
+            "mm-mpi",
+            "--n",
+            "512",
+            "--b",
+            "64",
+            "--timeout",
+            "60",
+        ])
+        .args(extra);
+    let (out, _) = run(c);
+    let all = text(&out);
+    assert!(
+        out.status.success(),
+        "mm-mpi -np {np} {extra:?} failed:\n{all}"
+    );
+    let line = all
+        .lines()
+        .find(|l| l.starts_with("plb-mm-mpi:"))
+        .unwrap_or_else(|| panic!("no summary line:\n{all}"))
+        .to_string();
+    assert_eq!(field(&line, "coverage"), Some("exact"), "{line}");
+    assert_eq!(field(&line, "verified"), Some("ok"), "{line}");
+    assert_eq!(
+        field(&line, "ranks"),
+        Some(np.to_string().as_str()),
+        "{line}"
+    );
+    line
+}
+
+#[test]
+fn two_ranks_cover_every_block_once_and_verify() {
+    let line = mm_mpi(2, &["--rank-emulate", "1=0:speed=0.5"]);
+    // The slower rank gets less of C.
+    let shares: Vec<f64> = field(&line, "shares")
+        .unwrap()
+        .trim_matches(|c| c == '[' || c == ']')
+        .split(',')
+        .map(|s| s.parse().unwrap())
+        .collect();
+    assert!(shares[0] > shares[1], "{line}");
+}
+
+#[test]
+fn every_algorithm_covers_exactly() {
+    for algo in ["plb-hac", "multiple-cpm", "single-cpm", "homogeneous"] {
+        mm_mpi(2, &["--algo", algo, "--rank-emulate", "1=0:speed=0.5"]);
+    }
+}
+
+#[test]
+fn three_and_four_ranks_with_a_slow_rank_and_a_speed_change() {
+    mm_mpi(
+        3,
+        &[
+            "--rank-emulate",
+            "1=0:speed=0.2",
+            "--rank-emulate",
+            "2=0:speed=1,after=300ms,speed=0.3",
+        ],
+    );
+    mm_mpi(
+        4,
+        &[
+            "--rank-emulate",
+            "1=0:speed=0.1",
+            "--rank-emulate",
+            "3=0:latency=2ms",
+        ],
+    );
+}
+
+#[test]
+fn a_lost_or_repeated_update_is_caught() {
+    for fault in ["skip:1", "repeat:1"] {
+        let mut c = mpirun("2");
+        c.arg(env!("CARGO_BIN_EXE_plb")).args([
+            "app",
+            "mm-mpi",
+            "--n",
+            "512",
+            "--b",
+            "64",
+            "--inject-fault",
+            fault,
+        ]);
+        let (out, _) = run(c);
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{fault}: {all}");
+        assert!(all.contains("verified=WRONG"), "{fault}: {all}");
+        assert!(all.contains("coverage=WRONG("), "{fault}: {all}");
+    }
+}
+
+#[test]
+fn mismatched_configurations_are_refused_on_every_rank() {
+    let plb = env!("CARGO_BIN_EXE_plb");
+    let mut c = mpirun("1");
+    c.args([plb, "app", "mm-mpi", "--n", "512", "--b", "64"])
+        .args([
+            ":", "-np", "1", plb, "app", "mm-mpi", "--n", "256", "--b", "64",
+        ]);
+    let (out, _) = run(c);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    for r in 0..2 {
+        assert!(
+            all.contains(&format!("rank {r}: refused"))
+                && all.contains("`n=256` where rank 0 has `n=512`"),
+            "rank {r} did not refuse:\n{all}"
+        );
+    }
+    // A PLB_* variable set on one rank only.
+    let mut c = mpirun("1");
+    c.args([
+        "-x",
+        "PLB_SOMETHING=1",
+        plb,
+        "app",
+        "mm-mpi",
+        "--n",
+        "512",
+        "--b",
+        "64",
+    ])
+    .args([
+        ":", "-np", "1", plb, "app", "mm-mpi", "--n", "512", "--b", "64",
+    ]);
+    let (out, _) = run(c);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(all.contains("PLB_SOMETHING=1"), "{all}");
+}
+
+#[test]
+fn a_silent_rank_ends_the_job_with_a_message() {
+    let mut c = mpirun("2");
+    c.arg(env!("CARGO_BIN_EXE_plb")).args([
+        "app",
+        "mm-mpi",
+        "--n",
+        "512",
+        "--b",
+        "64",
+        "--timeout",
+        "3",
+        "--inject-fault",
+        "hang:1",
+    ]);
+    let (out, took) = run(c);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("rank 0: partitioning round: no answer within 3 s"),
+        "{all}"
+    );
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    // A rank that dies.
+    let mut c = mpirun("2");
+    c.arg(env!("CARGO_BIN_EXE_plb")).args([
+        "app",
+        "mm-mpi",
+        "--n",
+        "512",
+        "--b",
+        "64",
+        "--timeout",
+        "3",
+        "--inject-fault",
+        "die:1",
+    ]);
+    let (out, took) = run(c);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+}
+
+#[test]
+fn bad_options_are_refused_before_any_work() {
+    let mut c = mpirun("2");
+    c.arg(env!("CARGO_BIN_EXE_plb"))
+        .args(["app", "mm-mpi", "--n", "500", "--b", "64"]);
+    let (out, _) = run(c);
+    let all = text(&out);
+    assert!(!out.status.success());
+    assert!(all.contains("not a multiple of --b"), "{all}");
+    let mut c = mpirun("2");
+    c.arg(env!("CARGO_BIN_EXE_plb")).args([
+        "app",
+        "mm-mpi",
+        "--n",
+        "512",
+        "--b",
+        "64",
+        "--rank-emulate",
+        "5=0:speed=0.5",
+    ]);
+    let (out, _) = run(c);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("not below 2"), "{}", text(&out));
+}
