@@ -149,7 +149,7 @@ fn rank_emulation(entries: &[String]) -> Result<BTreeMap<usize, String>, String>
 fn fingerprint(o: &Options) -> String {
     let mut env: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| k.starts_with("PLB_"))
-        .filter(|(k, _)| !(k == "PLB_EMULATE" && !o.rank_emulate.is_empty()))
+        .filter(|(k, _)| k != "PLB_EMULATE" || o.rank_emulate.is_empty())
         .collect();
     env.sort();
     let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -444,6 +444,14 @@ struct Run<'a> {
     history: Vec<(Rect, Vec<u64>)>,
 }
 
+/// The tasks of one kernel run (worker, handles) and the columns
+/// `(offset, len)` each updates.
+type Slices = (Vec<(i32, Vec<Handle>)>, Vec<(usize, usize)>);
+
+/// The final rectangles, this rank's column split, and (head rank) the
+/// INPA's outcome.
+type Partitioned = (Vec<Rect>, Vec<u64>, Option<plb_core::cluster::HierOutcome>);
+
 /// Per-rank figures gathered at rank 0 (fixed size).
 const STATS: usize = 40;
 
@@ -510,7 +518,7 @@ impl<'a> Run<'a> {
         c: &mut [f32],
         rows: usize,
         cols: &[u64],
-    ) -> Result<(Vec<(i32, Vec<Handle>)>, Vec<(usize, usize)>), String> {
+    ) -> Result<Slices, String> {
         let b = self.b as usize;
         let mut ranges = Vec::new();
         // SAFETY: `a` holds rows·b elements, untouched until unregistered.
@@ -624,9 +632,7 @@ impl<'a> Run<'a> {
 
     /// The partitioning; every rank returns the final rectangles and its
     /// own column split, the head also the INPA's outcome.
-    fn partition(
-        &mut self,
-    ) -> Result<(Vec<Rect>, Vec<u64>, Option<plb_core::cluster::HierOutcome>), String> {
+    fn partition(&mut self) -> Result<Partitioned, String> {
         let q = self.mpi.size;
         let hlen = (2 + 4 * q) * 8;
         if self.mpi.rank == 0 {
