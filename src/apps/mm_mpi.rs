@@ -112,7 +112,7 @@ fn parse_algo(s: &str) -> Result<Algorithm, String> {
 }
 
 /// Summary prefix (rank 0, stdout).
-pub const TAG: &str = "plb-mm-mpi:";
+pub const TAG: &str = super::mm_mpi_tag();
 
 const CMD_PROBE: u64 = 0;
 const CMD_ROUND: u64 = 1;

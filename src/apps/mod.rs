@@ -340,6 +340,11 @@ enum AppCommand {
     MmMpi(mm_mpi::Options),
 }
 
+/// Prefix of `plb app mm-mpi`'s summary line.
+pub const fn mm_mpi_tag() -> &'static str {
+    "plb-mm-mpi:"
+}
+
 /// `plb app mm-mpi` in a `plb` built without StarPU-MPI: says so.
 #[cfg(not(plb_mpi))]
 pub mod mm_mpi {

@@ -28,6 +28,8 @@
 
 pub mod balance;
 mod balance_child;
+pub mod cluster;
+mod cluster_sim;
 pub mod coexec;
 mod coexec_sim;
 pub mod dag;
@@ -73,6 +75,11 @@ enum Experiment {
     /// balancer on binomial, nbody, mandelbrot, raytrace; efficiency,
     /// balance, MODELLED energy and EDP; real, EMULATED and SIMULATED
     Coexec(coexec::Options),
+    /// Partitioning across nodes (hierarchical FPM, PLB-HAC, the paper's
+    /// baselines): REAL mpirun runs of plb app mm-mpi with EMULATED
+    /// per-rank heterogeneity, the paper's Fig. 5 and the scaling to 1,000
+    /// nodes SIMULATED
+    Cluster(cluster::Options),
 }
 
 impl Command {
@@ -81,6 +88,13 @@ impl Command {
             Some(Experiment::Balance(opts)) => balance::run(&opts)?,
             Some(Experiment::Coexec(opts)) => {
                 let written = coexec::run(&opts)?;
+                println!("\nwritten:");
+                for path in written {
+                    println!("  {}", path.display());
+                }
+            }
+            Some(Experiment::Cluster(opts)) => {
+                let written = cluster::run(&opts)?;
                 println!("\nwritten:");
                 for path in written {
                     println!("  {}", path.display());
