@@ -216,6 +216,7 @@ pub fn run(o: &Options) -> Result<ExitCode, Failure> {
             unsafe { std::env::set_var("PLB_EMULATE", spec) };
         }
     }
+    separate_calibration_files();
     let mpi = Mpi::init(o.timeout).map_err(Failure::setup)?;
     if !emulate.is_empty() && hint != Some(mpi.rank) {
         return Err(Failure::setup(format!(
@@ -297,6 +298,33 @@ pub fn run(o: &Options) -> Result<ExitCode, Failure> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Several ranks on one host would read and write the same StarPU
+/// calibration files (`~/.starpu/sampling/bus/<host>.*`) at once, and a
+/// rank reading a file another is writing aborts. Each local rank gets its
+/// own `STARPU_HOSTNAME` (`<host>-local<L>`, stable from run to run) unless
+/// the user set one. One rank per host (a real cluster) changes nothing.
+fn separate_calibration_files() {
+    let var = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| std::env::var(n).ok()?.parse::<usize>().ok())
+    };
+    let local_size = var(&["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]);
+    let local_rank = var(&["OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"]);
+    if std::env::var_os("STARPU_HOSTNAME").is_some() {
+        return;
+    }
+    if let (Some(size), Some(local)) = (local_size, local_rank) {
+        if size > 1 {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "host".into());
+            // SAFETY: single-threaded: neither MPI nor StarPU started yet.
+            unsafe { std::env::set_var("STARPU_HOSTNAME", format!("{host}-local{local}")) };
+        }
+    }
 }
 
 fn inject_fault(o: &Options, mpi: &Mpi) {

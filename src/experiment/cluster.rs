@@ -130,7 +130,7 @@ fn real(opts: &Options) -> Result<Vec<RealRow>, String> {
             vec![Algorithm::Fpm, Algorithm::PlbHac, Algorithm::Homogeneous],
         )
     } else {
-        ("2048", "128", REAL, Algorithm::ALL.to_vec())
+        ("3072", "128", REAL, Algorithm::ALL.to_vec())
     };
     let mut rows = Vec::new();
     for cfg in configs {
@@ -148,6 +148,10 @@ fn real(opts: &Options) -> Result<Vec<RealRow>, String> {
                     .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
                     .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
                     .env("STARPU_SILENT", "1")
+                    // PoCL on one thread: the OpenCL worker is one device,
+                    // not every core of the machine.
+                    .env("POCL_MAX_PTHREAD_COUNT", "1")
+                    .env("POCL_CPU_MAX_CU_NUM", "1")
                     .env_remove("PLB_EMULATE")
                     .arg(&plb)
                     .args(["app", "mm-mpi", "--n", n, "--b", b, "--algo", algo.name()])
