@@ -38,15 +38,13 @@ use std::time::Instant;
 
 use clap::Args;
 use plb_core::cluster::cma::{self, Rect};
-use plb_core::cluster::partition::run_level;
-use plb_core::cluster::{
-    Algorithm, HierConfig, HierError, Level, LevelConfig, NodePart, Round, inpa_with,
-};
+use plb_core::cluster::{Algorithm, HierConfig, LevelConfig};
 use starpu_plb::emulation_spec::Emulation;
 use starpu_sys as sys;
 
+use super::distributed::{self, NodeKernel, Partition, fatal};
 use super::exec::{Session, run_pinned};
-use super::mpi::{CommError, Mpi, bytes_f64, bytes_u64, f64_bytes, launcher_rank, u64_bytes};
+use super::mpi::{Mpi, bytes_f64, f64_bytes, launcher_rank};
 use super::{Data, Handle, Options as RunOptions, input_rng};
 use crate::cli::Failure;
 
@@ -113,11 +111,6 @@ fn parse_algo(s: &str) -> Result<Algorithm, String> {
 
 /// Summary prefix (rank 0, stdout).
 pub const TAG: &str = super::mm_mpi_tag();
-
-const CMD_PROBE: u64 = 0;
-const CMD_ROUND: u64 = 1;
-const CMD_DONE: u64 = 2;
-const CMD_FAIL: u64 = 3;
 
 /// Message tags: (phase, step, matrix, source, destination) made unique.
 fn tag(phase: u64, step: u64, matrix: u64, src: usize, dst: usize, g: u64, q: usize) -> i64 {
@@ -188,12 +181,6 @@ fn first_difference(a: &str, b: &str) -> String {
 }
 
 const FINGERPRINT_BYTES: usize = 4096;
-
-/// Ends the job after a failed collective, saying so on this rank.
-fn fatal(mpi: &Mpi, what: CommError) -> ! {
-    eprintln!("plb app mm-mpi: rank {}: {what}; ending the job", mpi.rank);
-    mpi.abort(3)
-}
 
 /// Runs `plb app mm-mpi` on this rank.
 pub fn run(o: &Options) -> Result<ExitCode, Failure> {
@@ -467,18 +454,11 @@ struct Run<'a> {
     emulate: &'a BTreeMap<usize, String>,
     g: u64,
     b: u64,
-    /// This rank's IDPA result per measured INPA round: rectangle, columns
-    /// per worker.
-    history: Vec<(Rect, Vec<u64>)>,
 }
 
 /// The tasks of one kernel run (worker, handles) and the columns
 /// `(offset, len)` each updates.
 type Slices = (Vec<(i32, Vec<Handle>)>, Vec<(usize, usize)>);
-
-/// The final rectangles, this rank's column split, and (head rank) the
-/// INPA's outcome.
-type Partitioned = (Vec<Rect>, Vec<u64>, Option<plb_core::cluster::HierOutcome>);
 
 /// Per-rank figures gathered at rank 0 (fixed size).
 const STATS: usize = 40;
@@ -505,35 +485,7 @@ impl<'a> Run<'a> {
             emulate,
             g: o.n / o.b,
             b: o.b,
-            history: Vec::new(),
         })
-    }
-
-    /// The kernel on this node's workers: `rows x b` panel, `cols[j]`
-    /// columns on worker `j`; seconds per worker (0 without columns).
-    fn bench(&self, rows: u64, cols: &[u64]) -> Result<Vec<f64>, String> {
-        let (rows, b) = (rows as usize, self.b as usize);
-        let total: usize = cols.iter().map(|&c| c as usize).sum();
-        if rows == 0 || total == 0 {
-            return Ok(vec![0.0; cols.len()]);
-        }
-        let mut a = vec![1.0f32; rows * b];
-        let mut bm = vec![1.0f32; b * total];
-        let mut c = vec![0.0f32; rows * total];
-        let mut data = Data::default();
-        let (tasks, _) = self.slices(&mut data, &mut a, &mut bm, &mut c, rows, cols)?;
-        let cl = &raw mut plb_mm_cl;
-        let secs = run_pinned(cl, &tasks);
-        data.unregister_all();
-        let secs = secs?;
-        let mut out = vec![0.0; cols.len()];
-        let mut it = secs.into_iter();
-        for (j, &w) in cols.iter().enumerate() {
-            if w > 0 {
-                out[j] = it.next().unwrap_or(0.0);
-            }
-        }
-        Ok(out)
     }
 
     /// Registers the panel of A, and per worker with columns its slices of
@@ -590,177 +542,28 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// This node's IDPA on `rect` (in blocks).
-    fn idpa(&self, rect: Rect) -> Result<(Vec<u64>, f64, usize, f64), String> {
-        let p = self.workers.len();
-        let (rows, cols) = (rect.rows * self.b, rect.cols * self.b);
-        let cfg = LevelConfig {
-            eps: self.o.eps_devices,
-            max_rounds: self.o.max_rounds,
-        };
-        let mut level = Level::new(self.o.algo, p, cols, cfg).map_err(|e| e.to_string())?;
-        let mut spent = 0.0;
-        let mut error = None;
-        let out = run_level(&mut level, |d| {
-            let t = match self.bench(rows, d) {
-                Ok(t) => t,
-                Err(e) => {
-                    error = Some(e);
-                    vec![1.0; d.len()]
-                }
-            };
-            spent += t.iter().copied().fold(0.0, f64::max);
-            (d.to_vec(), t)
-        })
-        .map_err(|e| e.to_string())?;
-        if let Some(e) = error {
-            return Err(e);
-        }
-        Ok((out.units, out.time, out.rounds, spent))
-    }
-
-    fn header(cmd: u64, index: u64, rects: &[Rect]) -> Vec<u8> {
-        let mut v = vec![cmd, index];
-        for r in rects {
-            v.extend([r.row, r.col, r.rows, r.cols]);
-        }
-        u64_bytes(&v)
-    }
-
-    /// One INPA round as this rank sees it: run the IDPA on its rectangle,
-    /// gather every rank's time.
-    fn serve_round(&mut self, rects: &[Rect], probe: bool) -> Result<Round, String> {
-        let mine = rects[self.mpi.rank];
-        let (split, time, rounds, spent) = self.idpa(mine)?;
-        if !probe {
-            self.history.push((mine, split));
-        }
-        let got = self
-            .mpi
-            .allgather(
-                "partitioning round",
-                &f64_bytes(&[time, spent, rounds as f64]),
-            )
-            .unwrap_or_else(|e| fatal(self.mpi, e));
-        let v: Vec<Vec<f64>> = got.iter().map(|b| bytes_f64(b)).collect();
-        Ok(Round {
-            parts: rects
-                .iter()
-                .zip(&v)
-                .map(|(r, t)| NodePart {
-                    rect: *r,
-                    cols: Vec::new(),
-                    time: t[0],
-                })
-                .collect(),
-            bench_s: v.iter().map(|t| t[1]).fold(0.0, f64::max),
-            device_rounds: v.iter().map(|t| t[2] as usize).sum(),
-        })
-    }
-
-    /// The partitioning; every rank returns the final rectangles and its
-    /// own column split, the head also the INPA's outcome.
-    fn partition(&mut self) -> Result<Partitioned, String> {
-        let q = self.mpi.size;
-        let hlen = (2 + 4 * q) * 8;
-        if self.mpi.rank == 0 {
-            let cfg = HierConfig {
-                algo: self.o.algo,
-                grid: self.g,
-                block: self.b,
-                nodes: LevelConfig {
-                    eps: self.o.eps_nodes,
-                    max_rounds: self.o.max_rounds,
-                },
-                devices: LevelConfig {
-                    eps: self.o.eps_devices,
-                    max_rounds: self.o.max_rounds,
-                },
-            };
-            let mut first = true;
-            let algo = self.o.algo;
-            let outcome = inpa_with(q, &cfg, |rects| {
-                let probe = first && algo.probes();
-                first = false;
-                let mut h = Self::header(if probe { CMD_PROBE } else { CMD_ROUND }, 0, rects);
-                self.mpi
-                    .bcast("partitioning round", &mut h, 0)
-                    .unwrap_or_else(|e| fatal(self.mpi, e));
-                self.serve_round(rects, probe).map_err(|e| {
-                    HierError::Partition(plb_core::cluster::partition::PartitionError::Protocol(e))
-                })
-            });
-            match outcome {
-                Ok((out, index)) => {
-                    let rects: Vec<Rect> = out.parts.iter().map(|p| p.rect).collect();
-                    let mut h = Self::header(CMD_DONE, index as u64, &rects);
-                    self.mpi
-                        .bcast("partitioning result", &mut h, 0)
-                        .unwrap_or_else(|e| fatal(self.mpi, e));
-                    let split = self
-                        .history
-                        .get(index)
-                        .map(|h| h.1.clone())
-                        .ok_or("no round kept")?;
-                    Ok((rects, split, Some(out)))
-                }
-                Err(e) => {
-                    let mut h = Self::header(
-                        CMD_FAIL,
-                        0,
-                        &vec![
-                            Rect {
-                                row: 0,
-                                col: 0,
-                                rows: 0,
-                                cols: 0
-                            };
-                            q
-                        ],
-                    );
-                    let _ = self.mpi.bcast("partitioning result", &mut h, 0);
-                    Err(format!("partitioning failed: {e}"))
-                }
-            }
-        } else {
-            loop {
-                let mut h = vec![0u8; hlen];
-                self.mpi
-                    .bcast("partitioning round", &mut h, 0)
-                    .unwrap_or_else(|e| fatal(self.mpi, e));
-                let v = bytes_u64(&h);
-                let rects: Vec<Rect> = v[2..]
-                    .chunks(4)
-                    .map(|c| Rect {
-                        row: c[0],
-                        col: c[1],
-                        rows: c[2],
-                        cols: c[3],
-                    })
-                    .collect();
-                match v[0] {
-                    CMD_PROBE | CMD_ROUND => {
-                        self.serve_round(&rects, v[0] == CMD_PROBE)?;
-                    }
-                    CMD_DONE => {
-                        let split = self
-                            .history
-                            .get(v[1] as usize)
-                            .map(|h| h.1.clone())
-                            .ok_or("the head kept a round this rank did not measure")?;
-                        return Ok((rects, split, None));
-                    }
-                    _ => return Err("the head rank's partitioning failed (see rank 0)".into()),
-                }
-            }
-        }
-    }
-
     /// Everything after the start; `Ok(true)` when verified.
     fn all(&mut self) -> Result<bool, String> {
         let (q, rank, g, b) = (self.mpi.size, self.mpi.rank, self.g, self.b as usize);
         let t0 = Instant::now();
-        let (rects, split, outcome) = self.partition()?;
+        let cfg = HierConfig {
+            algo: self.o.algo,
+            grid: self.g,
+            block: self.b,
+            nodes: LevelConfig {
+                eps: self.o.eps_nodes,
+                max_rounds: self.o.max_rounds,
+            },
+            devices: LevelConfig {
+                eps: self.o.eps_devices,
+                max_rounds: self.o.max_rounds,
+            },
+        };
+        let Partition {
+            rects,
+            split,
+            outcome,
+        } = distributed::partition(self.mpi, &cfg, &*self)?;
         let partition_s = t0.elapsed().as_secs_f64();
         let me = rects[rank];
         let (rows, cols) = (me.rows as usize * b, me.cols as usize * b);
@@ -1051,6 +854,39 @@ impl<'a> Run<'a> {
             .bcast("verdict", &mut verdict, 0)
             .unwrap_or_else(|e| fatal(self.mpi, e));
         Ok(verdict[0] == 1)
+    }
+}
+
+impl NodeKernel for Run<'_> {
+    fn devices(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// The kernel on this node's workers: `rows x b` panel, `cols[j]`
+    /// columns on worker `j`; seconds per worker (0 without columns).
+    fn bench(&self, rows: u64, cols: &[u64]) -> Result<Vec<f64>, String> {
+        let (rows, b) = (rows as usize, self.b as usize);
+        let total: usize = cols.iter().map(|&c| c as usize).sum();
+        if rows == 0 || total == 0 {
+            return Ok(vec![0.0; cols.len()]);
+        }
+        let mut a = vec![1.0f32; rows * b];
+        let mut bm = vec![1.0f32; b * total];
+        let mut c = vec![0.0f32; rows * total];
+        let mut data = Data::default();
+        let (tasks, _) = self.slices(&mut data, &mut a, &mut bm, &mut c, rows, cols)?;
+        let cl = &raw mut plb_mm_cl;
+        let secs = run_pinned(cl, &tasks);
+        data.unregister_all();
+        let secs = secs?;
+        let mut out = vec![0.0; cols.len()];
+        let mut it = secs.into_iter();
+        for (j, &w) in cols.iter().enumerate() {
+            if w > 0 {
+                out[j] = it.next().unwrap_or(0.0);
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -52,6 +52,8 @@ mod exec;
 
 pub mod binomial;
 pub mod blackscholes;
+#[cfg(plb_mpi)]
+pub mod distributed;
 pub mod grn;
 mod grn_ref;
 pub mod kmeans;
