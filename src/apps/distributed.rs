@@ -57,6 +57,7 @@ struct Protocol<'a> {
     kernel: &'a dyn NodeKernel,
     /// This rank's IDPA result per measured INPA round.
     history: Vec<Vec<u64>>,
+    verbose: bool,
 }
 
 fn header(cmd: u64, index: u64, rects: &[Rect]) -> Vec<u8> {
@@ -140,8 +141,23 @@ impl Protocol<'_> {
             first = false;
             let cmd = if probe { CMD_PROBE } else { CMD_ROUND };
             self.bcast("partitioning round", &mut header(cmd, 0, rects));
-            self.serve_round(rects, probe)
-                .map_err(|e| HierError::Partition(PartitionError::Protocol(e)))
+            let round = self
+                .serve_round(rects, probe)
+                .map_err(|e| HierError::Partition(PartitionError::Protocol(e)))?;
+            if self.verbose {
+                let areas: Vec<u64> = rects.iter().map(Rect::area).collect();
+                let times: Vec<String> = round
+                    .parts
+                    .iter()
+                    .map(|p| format!("{:.4}", p.time))
+                    .collect();
+                eprintln!(
+                    "plb: INPA {}: areas {areas:?}, node times [{}] s",
+                    if probe { "probe" } else { "round" },
+                    times.join(", ")
+                );
+            }
+            Ok(round)
         });
         match outcome {
             Ok((out, index)) => {
@@ -212,17 +228,20 @@ impl Protocol<'_> {
 }
 
 /// The two-level partitioning over every rank (call it on every rank with
-/// the same `cfg`; see the module documentation).
+/// the same `cfg`; see the module documentation). `verbose`: the head
+/// prints every INPA round (areas, node times) to stderr.
 pub fn partition(
     mpi: &Mpi,
     cfg: &HierConfig,
     kernel: &dyn NodeKernel,
+    verbose: bool,
 ) -> Result<Partition, String> {
     let mut p = Protocol {
         mpi,
         cfg,
         kernel,
         history: Vec::new(),
+        verbose,
     };
     if mpi.rank == 0 {
         p.head()

@@ -92,6 +92,9 @@ pub struct Options {
     /// 1=0:speed=0.25 (repeatable)
     #[arg(long = "rank-emulate", value_name = "RANK=SPEC")]
     pub rank_emulate: Vec<String>,
+    /// Prints every INPA round (areas, node times) on rank 0
+    #[arg(long)]
+    pub verbose: bool,
     /// Seconds any collective step may wait before the job is ended
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
@@ -563,7 +566,7 @@ impl<'a> Run<'a> {
             rects,
             split,
             outcome,
-        } = distributed::partition(self.mpi, &cfg, &*self)?;
+        } = distributed::partition(self.mpi, &cfg, &*self, self.o.verbose)?;
         let partition_s = t0.elapsed().as_secs_f64();
         let me = rects[rank];
         let (rows, cols) = (me.rows as usize * b, me.cols as usize * b);
@@ -872,7 +875,9 @@ impl NodeKernel for Run<'_> {
         }
         let mut a = vec![1.0f32; rows * b];
         let mut bm = vec![1.0f32; b * total];
-        let mut c = vec![0.0f32; rows * total];
+        // Written here (not calloc's lazily mapped zeros): page faults
+        // inside the timed kernel would count as compute time.
+        let mut c = vec![1.0f32; rows * total];
         let mut data = Data::default();
         let (tasks, _) = self.slices(&mut data, &mut a, &mut bm, &mut c, rows, cols)?;
         let cl = &raw mut plb_mm_cl;

@@ -296,7 +296,7 @@ fn figure5_plot(rows: &[SimRow], png: &Path) -> Result<(), String> {
         Algorithm::ALL.len()
     ));
     gnuplot(&format!(
-        "set terminal pngcairo size 900,560\nset output '{}'\nset title 'SIMULATED: matrix multiplication on the 90 Grenoble nodes (paper Fig. 5)'\nset xlabel 'N'\nset ylabel 'GFLOP/s'\nset key left top\nset grid\nplot {}\n",
+        "set terminal pngcairo size 900,560\nset output '{}'\nset title 'SIMULATED: matrix multiplication on the 90 Grenoble nodes (paper Fig. 5)'\nset xlabel 'N'\nset ylabel 'GFLOP/s'\nset key outside right top\nset grid\nplot {}\n",
         png.display(),
         plots.join(", ")
     ))

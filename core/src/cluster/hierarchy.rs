@@ -187,6 +187,11 @@ pub fn inpa_with(
             }
             Step::Measure(w) => {
                 let rects = cma::arrange(&w, g).map_err(HierError::Cma)?;
+                if last.1.iter().map(|p| p.rect).eq(rects.iter().copied()) {
+                    // The new proposal arranges to the split just
+                    // measured: nothing new to learn.
+                    break level.stop();
+                }
                 let parts = run(&rects)?;
                 let t: Vec<f64> = parts.iter().map(|p| p.time).collect();
                 let worst = t.iter().copied().fold(0.0, f64::max);

@@ -272,17 +272,28 @@ impl Level {
     }
 
     fn finish(&mut self, converged: bool) -> Step {
+        Step::Done(self.outcome(converged))
+    }
+
+    fn outcome(&mut self, converged: bool) -> Outcome {
         self.state = State::Done;
         let (units, times) = self.best.clone().unwrap_or_default();
         let time = times.iter().copied().fold(0.0, f64::max);
-        Step::Done(Outcome {
+        Outcome {
             imbalance: gpa::imbalance(&units, &times),
             units,
             times,
             time,
             rounds: self.rounds,
             converged,
-        })
+        }
+    }
+
+    /// Ends the level now (the caller cannot realise a new proposal, e.g.
+    /// it arranges to the distribution just measured): the best measured
+    /// distribution, not converged unless the last measurement was.
+    pub fn stop(&mut self) -> Outcome {
+        self.outcome(false)
     }
 
     /// Takes the measurement asked for (`units` actually run, seconds per
