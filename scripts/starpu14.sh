@@ -6,11 +6,14 @@
 #   $PLB_CACHE/starpu-1.4.10/simgrid  StarPU's SimGrid mode (simulated
 #                                     machines from sampled perf models),
 #                                     examples (cholesky, lu, sgemm, ...)
+#   $PLB_CACHE/starpu-1.4.10/smpi     SimGrid mode with StarPU-MPI over
+#                                     SimGrid's SMPI (smpicc): only with
+#                                     `smpi`, not part of `all`
 # PLB_CACHE defaults to ~/.cache/plb. The source comes from Debian's own
 # archive: a deb-src-only entry for sid (no binary package ever comes from
 # it; Debian's StarPU 1.3 binaries stay as they are); the build
 # dependencies are bookworm's binary packages.
-# Usage: bash scripts/starpu14.sh [native|simgrid|all (default)]
+# Usage: bash scripts/starpu14.sh [native|simgrid|smpi|all (default: native and simgrid)]
 set -euo pipefail
 VERSION=1.4.10+dfsg-2
 UPSTREAM=1.4.10
@@ -22,8 +25,8 @@ say() { echo "starpu14: $*"; }
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-case "$which" in native | simgrid | all) ;; *)
-  echo "usage: bash scripts/starpu14.sh [native|simgrid|all]" >&2
+case "$which" in native | simgrid | smpi | all) ;; *)
+  echo "usage: bash scripts/starpu14.sh [native|simgrid|smpi|all]" >&2
   exit 2
   ;;
 esac
@@ -38,6 +41,7 @@ flags_of() {
   case "$1" in
     native) echo "${common[*]} --enable-mpi --enable-opencl --enable-quick-check" ;;
     simgrid) echo "${common[*]} --enable-simgrid --disable-mpi --disable-opencl --enable-maxcudadev=8" ;;
+    smpi) echo "${common[*]} --enable-simgrid --enable-mpi --disable-shared --disable-opencl --enable-maxcudadev=8" ;;
   esac
 }
 stamped() { [ "$(head -1 "$root/$1/.plb-built" 2>/dev/null)" = "$VERSION $(flags_of "$1")" ]; }

@@ -366,48 +366,35 @@ fn plan(rects: &[Rect], me: usize, k: u64) -> (Vec<Piece>, Vec<Piece>) {
     let (mut sends, mut recvs) = (Vec::new(), Vec::new());
     let r = rects[me];
     let overlap = |a0: u64, an: u64, b0: u64, bn: u64| (a0.max(b0), (a0 + an).min(b0 + bn));
+    let within = |k: u64, start: u64, len: u64| k >= start && k < start + len;
     for (i, o) in rects.iter().enumerate() {
         if o.area() == 0 || r.area() == 0 {
             continue;
         }
+        let piece = |matrix, (lo, hi)| Piece {
+            peer: i,
+            matrix,
+            lo,
+            hi,
+        };
         // A(rows, k): owned by whoever has column k; wanted along rows.
-        let (lo, hi) = overlap(r.row, r.rows, o.row, o.rows);
-        if lo < hi {
-            if k >= r.col && k < r.col + r.cols {
-                sends.push(Piece {
-                    peer: i,
-                    matrix: 0,
-                    lo,
-                    hi,
-                });
+        let rows = overlap(r.row, r.rows, o.row, o.rows);
+        if rows.0 < rows.1 {
+            if within(k, r.col, r.cols) {
+                sends.push(piece(0, rows));
             }
-            if k >= o.col && k < o.col + o.cols {
-                recvs.push(Piece {
-                    peer: i,
-                    matrix: 0,
-                    lo,
-                    hi,
-                });
+            if within(k, o.col, o.cols) {
+                recvs.push(piece(0, rows));
             }
         }
         // B(k, cols): owned by whoever has row k; wanted along columns.
-        let (lo, hi) = overlap(r.col, r.cols, o.col, o.cols);
-        if lo < hi {
-            if k >= r.row && k < r.row + r.rows {
-                sends.push(Piece {
-                    peer: i,
-                    matrix: 1,
-                    lo,
-                    hi,
-                });
+        let cols = overlap(r.col, r.cols, o.col, o.cols);
+        if cols.0 < cols.1 {
+            if within(k, r.row, r.rows) {
+                sends.push(piece(1, cols));
             }
-            if k >= o.row && k < o.row + o.rows {
-                recvs.push(Piece {
-                    peer: i,
-                    matrix: 1,
-                    lo,
-                    hi,
-                });
+            if within(k, o.row, o.rows) {
+                recvs.push(piece(1, cols));
             }
         }
     }

@@ -343,6 +343,10 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
     report.push_str("## SIMULATED: the paper's Fig. 5\n\n");
     report.push_str(&md);
     report.push('\n');
+    let cost = cluster_sim::partition_cost_md(&fig5);
+    println!("{cost}");
+    report.push_str(&cost);
+    report.push('\n');
     let png = out.join("cluster-sim-fig5.png");
     match figure5_plot(&fig5, &png) {
         Ok(()) => written.push(png),

@@ -170,19 +170,30 @@ pub fn figure5_csv(rows: &[SimRow]) -> String {
     s
 }
 
-/// Markdown table: GFLOP/s per algorithm (columns) and N (rows).
-pub fn figure5_md(rows: &[SimRow]) -> String {
-    let mut s = String::from(
-        "SIMULATED (platforms/grenoble.txt, b = 128, 1 % measurement noise): GFLOP/s of the multiplication with each algorithm's final partition; rounds of the INPA in brackets (* = converged within 5 %); `bound`: every device at its full dgemm rate, no communication, no memory limit (an upper bound; the percentage is FPM's share of it).\n\n| N |",
-    );
+/// `intro`, then the header of a table with a column N, one per algorithm
+/// and `extra` columns.
+fn algorithm_table(intro: &str, extra: &[&str]) -> String {
+    let mut s = format!("{intro}\n\n| N |");
     for a in Algorithm::ALL {
         let _ = write!(s, " {a} |");
     }
-    s.push_str(" bound (FPM %) | H CMA / strips (FPM) |\n|---|");
-    for _ in 0..=Algorithm::ALL.len() + 1 {
+    for e in extra {
+        let _ = write!(s, " {e} |");
+    }
+    s.push_str("\n|---|");
+    for _ in 0..Algorithm::ALL.len() + extra.len() {
         s.push_str("---|");
     }
     s.push('\n');
+    s
+}
+
+/// Markdown table: GFLOP/s per algorithm (columns) and N (rows).
+pub fn figure5_md(rows: &[SimRow]) -> String {
+    let mut s = algorithm_table(
+        "SIMULATED (platforms/grenoble.txt, b = 128, 1 % measurement noise): GFLOP/s of the multiplication with each algorithm's final partition; rounds of the INPA in brackets (* = converged within 5 %); `bound`: every device at its full dgemm rate, no communication, no memory limit (an upper bound; the percentage is FPM's share of it).",
+        &["bound (FPM %)", "H CMA / strips (FPM)"],
+    );
     let mut ns: Vec<u64> = rows.iter().map(|r| r.n).collect();
     ns.dedup();
     for n in ns {
@@ -211,6 +222,35 @@ pub fn figure5_md(rows: &[SimRow]) -> String {
             }
         }
         let _ = writeln!(s, " {:.0} ({:.0} %) | {h} |", bound.0, bound.1);
+    }
+    s
+}
+
+/// Markdown table: simulated seconds of benchmark runs the partitioning
+/// took, per algorithm and N (what the rounds cost before the
+/// multiplication starts).
+pub fn partition_cost_md(rows: &[SimRow]) -> String {
+    let mut s = algorithm_table(
+        "SIMULATED seconds of kernel benchmarks during the partitioning (per INPA round the slowest node's IDPA), and the multiplication's own simulated seconds (FPM's split) for scale.",
+        &["multiplication (fpm-hier)"],
+    );
+    let mut ns: Vec<u64> = rows.iter().map(|r| r.n).collect();
+    ns.dedup();
+    for n in ns {
+        let _ = write!(s, "| {n} |");
+        let mut app = f64::NAN;
+        for a in Algorithm::ALL {
+            match rows.iter().find(|r| r.n == n && r.algo == a) {
+                Some(r) => {
+                    let _ = write!(s, " {:.1} |", r.bench_s);
+                    if a == Algorithm::Fpm {
+                        app = 2.0 * (n as f64).powi(3) / (r.gflops * 1e9);
+                    }
+                }
+                None => s.push_str(" - |"),
+            }
+        }
+        let _ = writeln!(s, " {app:.0} |");
     }
     s
 }
