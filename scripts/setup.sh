@@ -15,6 +15,7 @@ PACKAGES=(
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo  # a real OpenCL worker on the CPU
   gnuplot-nox                                   # plots (scripts/plot-*.sh)
   libopenmpi-dev openmpi-bin                    # StarPU-MPI runs (plb app mm-mpi, mpirun)
+  xsltproc                                      # starpu_smpirun (StarPU-MPI under SimGrid's SMPI)
 )
 
 missing=()
@@ -43,6 +44,9 @@ echo "setup: built target/release/plb and target/release/libstarpu_plb.so"
 # under ~/.cache/plb, a few minutes the first time), and our library built
 # against each (target/starpu14-native, target/starpu14-simgrid).
 bash scripts/starpu14.sh
+# And SimGrid mode with StarPU-MPI over SMPI (static libraries), for the
+# cluster simulator's cross-check (plb experiment cluster --smpi).
+bash scripts/starpu14.sh smpi
 # shellcheck source=scripts/lib/starpu14.sh
 source scripts/lib/starpu14.sh
 with_starpu14 native cargo build --release --workspace

@@ -39,6 +39,14 @@ pub struct Options {
     /// Skips the real MPI runs
     #[arg(long)]
     pub no_real: bool,
+    /// Skips the SIMULATED Fig. 5 and scaling
+    #[arg(long)]
+    pub no_simulated: bool,
+    /// Adds the cross-check of our simulator against StarPU-MPI under
+    /// SimGrid's SMPI on 4 and 16 simulated nodes (needs `bash
+    /// scripts/starpu14.sh smpi` first)
+    #[arg(long)]
+    pub smpi: bool,
     /// Output directory
     #[arg(long, default_value = "results/cluster")]
     pub out: PathBuf,
@@ -328,6 +336,33 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
             let _ = writeln!(report, "- {}: {}", c.name, c.label);
         }
         report.push('\n');
+    }
+    if opts.smpi {
+        let rows = super::cluster_smpi::run(out, &[4, 16], 16, 960)?;
+        let md = super::cluster_smpi::md(&rows);
+        println!("{md}");
+        report.push_str("## SIMULATED: our simulator against StarPU-MPI under SMPI\n\n");
+        report.push_str(&md);
+        report.push('\n');
+        // As the single-node cross-check (plb simgrid --xcheck): a model
+        // more than 25 % away from StarPU-SimGrid's is a failure.
+        if let Some(r) = rows
+            .iter()
+            .find(|r| !(0.8..=1.25).contains(&(r.ours_s / r.starpu_s)))
+        {
+            let path = out.join("cluster.md");
+            write(&path, &report)?;
+            return Err(format!(
+                "cross-check failed: {} ranks, ours {:.3} s against StarPU-MPI/SMPI {:.3} s (more than 25 % apart)",
+                r.ranks, r.ours_s, r.starpu_s
+            ));
+        }
+    }
+    if opts.no_simulated {
+        let path = out.join("cluster.md");
+        write(&path, &report)?;
+        written.push(path);
+        return Ok(written);
     }
     let sizes: Vec<u64> = if opts.quick {
         vec![20_480, 81_920, 153_600]

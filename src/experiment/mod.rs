@@ -30,6 +30,7 @@ pub mod balance;
 mod balance_child;
 pub mod cluster;
 mod cluster_sim;
+mod cluster_smpi;
 pub mod coexec;
 mod coexec_sim;
 pub mod dag;
