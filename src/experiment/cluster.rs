@@ -283,13 +283,13 @@ fn figure5_plot(rows: &[SimRow], png: &Path) -> Result<(), String> {
     for a in Algorithm::ALL {
         let _ = writeln!(data, "# {a}");
         for r in rows.iter().filter(|r| r.algo == a) {
-            let _ = writeln!(data, "{} {:.1}", r.n, r.gflops);
+            let _ = writeln!(data, "{} {:.1}", r.n as f64 / 1e3, r.gflops);
         }
         data.push_str("\n\n");
     }
     let _ = writeln!(data, "# bound");
     for r in rows.iter().filter(|r| r.algo == Algorithm::Fpm) {
-        let _ = writeln!(data, "{} {:.1}", r.n, r.bound_gflops);
+        let _ = writeln!(data, "{} {:.1}", r.n as f64 / 1e3, r.bound_gflops);
     }
     let dat = png.with_extension("dat");
     write(&dat, &data)?;
@@ -304,7 +304,7 @@ fn figure5_plot(rows: &[SimRow], png: &Path) -> Result<(), String> {
         Algorithm::ALL.len()
     ));
     gnuplot(&format!(
-        "set terminal pngcairo size 900,560\nset output '{}'\nset title 'SIMULATED: matrix multiplication on the 90 Grenoble nodes (paper Fig. 5)'\nset xlabel 'N'\nset ylabel 'GFLOP/s'\nset key outside right top\nset grid\nplot {}\n",
+        "set terminal pngcairo size 900,560\nset output '{}'\nset title 'SIMULATED: matrix multiplication on the 90 Grenoble nodes (paper Fig. 5)'\nset xlabel 'N (thousands)'\nset ylabel 'GFLOP/s'\nset yrange [0:5500]\nset key at graph 0.98, graph 0.68 right\nset grid\nplot {}\n",
         png.display(),
         plots.join(", ")
     ))
