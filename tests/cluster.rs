@@ -78,6 +78,19 @@ fn mm_mpi(np: usize, extra: &[&str]) -> String {
     line
 }
 
+/// `mpirun -np 2 plb app mm-mpi --n 512 --b 64 EXTRA`, expected to fail:
+/// its exit code, output and duration.
+fn failing(extra: &[&str]) -> (Option<i32>, String, Duration) {
+    let mut c = mpirun("2");
+    c.arg(env!("CARGO_BIN_EXE_plb"))
+        .args(["app", "mm-mpi", "--n", "512", "--b", "64"])
+        .args(extra);
+    let (out, took) = run(c);
+    let all = text(&out);
+    assert!(!out.status.success(), "{extra:?} succeeded:\n{all}");
+    (out.status.code(), all, took)
+}
+
 #[test]
 fn two_ranks_cover_every_block_once_and_verify() {
     let line = mm_mpi(2, &["--rank-emulate", "1=0:speed=0.5"]);
@@ -123,20 +136,8 @@ fn three_and_four_ranks_with_a_slow_rank_and_a_speed_change() {
 #[test]
 fn a_lost_or_repeated_update_is_caught() {
     for fault in ["skip:1", "repeat:1"] {
-        let mut c = mpirun("2");
-        c.arg(env!("CARGO_BIN_EXE_plb")).args([
-            "app",
-            "mm-mpi",
-            "--n",
-            "512",
-            "--b",
-            "64",
-            "--inject-fault",
-            fault,
-        ]);
-        let (out, _) = run(c);
-        let all = text(&out);
-        assert_eq!(out.status.code(), Some(1), "{fault}: {all}");
+        let (code, all, _) = failing(&["--inject-fault", fault]);
+        assert_eq!(code, Some(1), "{fault}: {all}");
         assert!(all.contains("verified=WRONG"), "{fault}: {all}");
         assert!(all.contains("coverage=WRONG("), "{fault}: {all}");
     }
@@ -184,43 +185,14 @@ fn mismatched_configurations_are_refused_on_every_rank() {
 
 #[test]
 fn a_silent_rank_ends_the_job_with_a_message() {
-    let mut c = mpirun("2");
-    c.arg(env!("CARGO_BIN_EXE_plb")).args([
-        "app",
-        "mm-mpi",
-        "--n",
-        "512",
-        "--b",
-        "64",
-        "--timeout",
-        "3",
-        "--inject-fault",
-        "hang:1",
-    ]);
-    let (out, took) = run(c);
-    let all = text(&out);
-    assert!(!out.status.success(), "{all}");
+    let (_, all, took) = failing(&["--timeout", "3", "--inject-fault", "hang:1"]);
     assert!(
         all.contains("rank 0: partitioning round: no answer within 3 s"),
         "{all}"
     );
     assert!(took < Duration::from_secs(60), "took {took:?}");
     // A rank that dies.
-    let mut c = mpirun("2");
-    c.arg(env!("CARGO_BIN_EXE_plb")).args([
-        "app",
-        "mm-mpi",
-        "--n",
-        "512",
-        "--b",
-        "64",
-        "--timeout",
-        "3",
-        "--inject-fault",
-        "die:1",
-    ]);
-    let (out, took) = run(c);
-    assert!(!out.status.success(), "{}", text(&out));
+    let (_, _, took) = failing(&["--timeout", "3", "--inject-fault", "die:1"]);
     assert!(took < Duration::from_secs(60), "took {took:?}");
 }
 
