@@ -377,24 +377,30 @@ fn plan(rects: &[Rect], me: usize, k: u64) -> (Vec<Piece>, Vec<Piece>) {
             lo,
             hi,
         };
-        // A(rows, k): owned by whoever has column k; wanted along rows.
-        let rows = overlap(r.row, r.rows, o.row, o.rows);
-        if rows.0 < rows.1 {
-            if within(k, r.col, r.cols) {
-                sends.push(piece(0, rows));
-            }
-            if within(k, o.col, o.cols) {
-                recvs.push(piece(0, rows));
-            }
-        }
-        // B(k, cols): owned by whoever has row k; wanted along columns.
-        let cols = overlap(r.col, r.cols, o.col, o.cols);
-        if cols.0 < cols.1 {
-            if within(k, r.row, r.rows) {
-                sends.push(piece(1, cols));
-            }
-            if within(k, o.row, o.rows) {
-                recvs.push(piece(1, cols));
+        // A(rows, k) travels along rows from whoever has column k;
+        // B(k, cols) along columns from whoever has row k.
+        let pivots = [
+            (
+                0,
+                overlap(r.row, r.rows, o.row, o.rows),
+                within(k, r.col, r.cols),
+                within(k, o.col, o.cols),
+            ),
+            (
+                1,
+                overlap(r.col, r.cols, o.col, o.cols),
+                within(k, r.row, r.rows),
+                within(k, o.row, o.rows),
+            ),
+        ];
+        for (matrix, span, mine, theirs) in pivots {
+            if span.0 < span.1 {
+                if mine {
+                    sends.push(piece(matrix, span));
+                }
+                if theirs {
+                    recvs.push(piece(matrix, span));
+                }
             }
         }
     }
