@@ -112,6 +112,23 @@ fn every_algorithm_covers_exactly() {
 }
 
 #[test]
+fn the_nodes_own_plb_hac_covers_exactly() {
+    // Two workers per rank: PLB-HAC inside each node hands out blocks of
+    // columns at every pivot step.
+    mm_mpi(
+        2,
+        &[
+            "--algo",
+            "plb-hac",
+            "--ncpu",
+            "2",
+            "--rank-emulate",
+            "1=0:speed=0.5",
+        ],
+    );
+}
+
+#[test]
 fn three_and_four_ranks_with_a_slow_rank_and_a_speed_change() {
     mm_mpi(
         3,

@@ -17,7 +17,7 @@ use plb_core::cluster::cma::Rect;
 use plb_core::cluster::partition::{PartitionError, run_level};
 use plb_core::cluster::{HierConfig, HierError, HierOutcome, Level, NodePart, Round, inpa_with};
 
-use super::mpi::{CommError, Mpi, bytes_f64, bytes_u64, f64_bytes, u64_bytes};
+use super::mpi::{CommError, Mpi, bytes_f64, bytes_u64, f64_bytes, say, u64_bytes};
 
 /// A node's side of the partitioning: its kernel on its devices.
 pub trait NodeKernel {
@@ -42,7 +42,7 @@ pub struct Partition {
 
 /// Ends the job after a failed collective, saying so on this rank.
 pub fn fatal(mpi: &Mpi, what: CommError) -> ! {
-    eprintln!("plb: rank {}: {what}; ending the job", mpi.rank);
+    say(&format!("plb: rank {}: {what}; ending the job", mpi.rank));
     mpi.abort(3)
 }
 
@@ -151,11 +151,11 @@ impl Protocol<'_> {
                     .iter()
                     .map(|p| format!("{:.4}", p.time))
                     .collect();
-                eprintln!(
+                say(&format!(
                     "plb: INPA {}: areas {areas:?}, node times [{}] s",
                     if probe { "probe" } else { "round" },
                     times.join(", ")
-                );
+                ));
             }
             Ok(round)
         });

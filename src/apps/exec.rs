@@ -463,6 +463,45 @@ pub fn run(app: &App, opts: &Options) -> Result<Summary, String> {
     })
 }
 
+/// One pass of `work`'s units through the divisible-load API under our
+/// balancer `sched` (blocks pinned to the workers it chooses), continuing
+/// from `previous` (PLB-HAC keeps its models from one pass to the next);
+/// waits for every task and unregisters the pass's handles. Returns the
+/// blocks that ran: worker, offset, units. StarPU must be running; its
+/// scheduling policy does not matter (every task is pinned).
+pub(crate) fn divisible_pass(
+    work: &mut dyn Workload,
+    sched: &str,
+    previous: &mut Option<Arc<DivisibleRun>>,
+) -> Result<Vec<(i32, u64, u64)>, String> {
+    let opts = Options {
+        n: work.units(),
+        seed: 0,
+        sched: sched.to_string(),
+        block: None,
+        ncpu: None,
+        opencl: false,
+        fault: None,
+        trace: None,
+    };
+    let log = Arc::new(Log {
+        start: Instant::now(),
+        done: Mutex::new(Vec::new()),
+    });
+    let mut data = Data::default();
+    let result = divisible(work, &mut data, &opts, &log, previous);
+    // SAFETY: StarPU is initialised; application thread. Waits even after
+    // an error so no task outlives its data.
+    let rc = unsafe { sys::starpu_task_wait_for_all() };
+    data.unregister_all();
+    result?;
+    if rc != 0 {
+        return Err(format!("starpu_task_wait_for_all failed ({rc})"));
+    }
+    let done = log.done.lock().map_err(|_| "log poisoned".to_string())?;
+    Ok(done.iter().map(|d| (d.worker, d.offset, d.len)).collect())
+}
+
 /// Writes every task of the run as CSV (`plb app --trace`): the package
 /// sizes over time that the co-execution plots draw.
 fn write_trace(path: &std::path::Path, done: &[Done]) -> Result<(), String> {

@@ -34,18 +34,20 @@
 use std::collections::BTreeMap;
 use std::ffi::c_int;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
 use plb_core::cluster::cma::{self, Rect};
 use plb_core::cluster::{Algorithm, HierConfig, LevelConfig};
+use starpu_plb::divisible::DivisibleRun;
 use starpu_plb::emulation_spec::Emulation;
 use starpu_sys as sys;
 
 use super::distributed::{self, NodeKernel, Partition, fatal};
-use super::exec::{Session, run_pinned};
-use super::mpi::{Mpi, bytes_f64, f64_bytes, launcher_rank};
-use super::{Data, Handle, Options as RunOptions, input_rng};
+use super::exec::{Session, divisible_pass, run_pinned};
+use super::mpi::{Mpi, bytes_f64, f64_bytes, launcher_rank, say};
+use super::{Data, Handle, Options as RunOptions, Verification, Workload, input_rng};
 use crate::cli::Failure;
 
 unsafe extern "C" {
@@ -223,11 +225,11 @@ pub fn run(o: &Options) -> Result<ExitCode, Failure> {
     let differ: Vec<usize> = (1..mpi.size).filter(|&r| all[r] != all[0]).collect();
     if let Some(&r) = differ.first() {
         let text = |b: &[u8]| String::from_utf8_lossy(b).trim_end().to_string();
-        eprintln!(
+        say(&format!(
             "plb app mm-mpi: rank {}: refused: rank(s) {differ:?} started with a configuration different from rank 0's (rank {r} has {}); every rank needs the same options and PLB_* environment",
             mpi.rank,
             first_difference(&text(&all[0]), &text(&all[r]))
-        );
+        ));
         return Ok(ExitCode::from(2));
     }
     let g = o.n / o.b.max(1);
@@ -253,7 +255,7 @@ pub fn run(o: &Options) -> Result<ExitCode, Failure> {
         None
     };
     if let Some(p) = problem {
-        eprintln!("plb app mm-mpi: rank {}: refused: {p}", mpi.rank);
+        say(&format!("plb app mm-mpi: rank {}: refused: {p}", mpi.rank));
         return Ok(ExitCode::from(2));
     }
     inject_fault(o, &mpi);
@@ -325,26 +327,26 @@ fn inject_fault(o: &Options, mpi: &Mpi) {
     }
     match kind {
         "die" => {
-            eprintln!(
+            say(&format!(
                 "plb app mm-mpi: rank {}: --inject-fault die: exiting now",
                 mpi.rank
-            );
+            ));
             std::process::exit(9);
         }
         "hang" => {
-            eprintln!(
+            say(&format!(
                 "plb app mm-mpi: rank {}: --inject-fault hang: never answering",
                 mpi.rank
-            );
+            ));
             loop {
                 std::thread::sleep(std::time::Duration::from_secs(3600));
             }
         }
         "skip" | "repeat" => {}
-        _ => eprintln!(
+        _ => say(&format!(
             "plb app mm-mpi: rank {}: unknown fault `{f}` ignored",
             mpi.rank
-        ),
+        )),
     }
 }
 
@@ -627,6 +629,8 @@ impl<'a> Run<'a> {
         let mut compute_s = 0.0;
         let mut sent_blocks = 0u64;
         let mut cdata = Data::default();
+        // The node's own PLB-HAC (`--algo plb-hac`), across pivot steps.
+        let mut inside: Option<Arc<DivisibleRun>> = None;
         let mut apanel = vec![0f32; rows * b];
         let mut bpanel = vec![0f32; b * cols];
         let result = (|| -> Result<(), String> {
@@ -716,23 +720,45 @@ impl<'a> Run<'a> {
                     continue;
                 }
                 let tk = Instant::now();
-                let (mut tasks, mut ranges) =
-                    self.slices(&mut cdata, &mut apanel, &mut bpanel, &mut c, rows, &split)?;
-                if fault == Some("repeat") {
-                    // A second task on the first slice (StarPU orders the
-                    // two read-write accesses to C).
-                    if let (Some(t), Some(r)) = (tasks.first().cloned(), ranges.first().copied()) {
-                        tasks.push(t);
-                        ranges.push(r);
+                let ranges = if self.o.algo == Algorithm::PlbHac && split.len() > 1 {
+                    // The node's own PLB-HAC: blocks of columns through the
+                    // divisible-load API, its models kept from step to step
+                    // (one worker has nothing to balance: one task).
+                    let mut step = PanelUpdate {
+                        a: apanel.as_mut_ptr(),
+                        bp: bpanel.as_mut_ptr(),
+                        c: c.as_mut_ptr(),
+                        rows,
+                        cols,
+                        b,
+                        a_handle: None,
+                    };
+                    divisible_pass(&mut step, "plb-hac", &mut inside)?
+                        .into_iter()
+                        .map(|(_, off, len)| (off as usize, len as usize))
+                        .collect::<Vec<_>>()
+                } else {
+                    let (mut tasks, mut ranges) =
+                        self.slices(&mut cdata, &mut apanel, &mut bpanel, &mut c, rows, &split)?;
+                    if fault == Some("repeat") {
+                        // A second task on the first slice (StarPU orders
+                        // the two read-write accesses to C).
+                        if let (Some(t), Some(r)) =
+                            (tasks.first().cloned(), ranges.first().copied())
+                        {
+                            tasks.push(t);
+                            ranges.push(r);
+                        }
                     }
-                }
-                let secs = run_pinned(&raw mut plb_mm_cl, &tasks);
-                // The panels are refilled next step: unregistered now (C's
-                // slices too; data back in main memory).
-                cdata.unregister_all();
-                let secs = secs?;
+                    let secs = run_pinned(&raw mut plb_mm_cl, &tasks);
+                    // The panels are refilled next step: unregistered now
+                    // (C's slices too; data back in main memory).
+                    cdata.unregister_all();
+                    let secs = secs?;
+                    debug_assert_eq!(secs.len(), ranges.len());
+                    ranges
+                };
                 // Each task that ran counts once on the columns it updated.
-                debug_assert_eq!(secs.len(), ranges.len());
                 for (off, w) in &ranges {
                     for cnt in &mut counts[*off..off + w] {
                         *cnt += 1;
@@ -868,9 +894,9 @@ impl NodeKernel for Run<'_> {
         }
         let mut a = vec![1.0f32; rows * b];
         let mut bm = vec![1.0f32; b * total];
-        // Written here (not calloc's lazily mapped zeros): page faults
-        // inside the timed kernel would count as compute time.
-        let mut c = vec![1.0f32; rows * total];
+        // Zeros written now: page faults inside the timed kernel would
+        // count as compute time (they doubled some node times).
+        let mut c = super::zeroed(rows * total);
         let mut data = Data::default();
         let (tasks, _) = self.slices(&mut data, &mut a, &mut bm, &mut c, rows, cols)?;
         let cl = &raw mut plb_mm_cl;
@@ -885,6 +911,79 @@ impl NodeKernel for Run<'_> {
             }
         }
         Ok(out)
+    }
+}
+
+/// One pivot step's update of this node's `C'` as a divisible workload
+/// (unit: one column of `C'`, with its column of B's panel), for the
+/// node's own PLB-HAC. Raw pointers into the run's buffers, which outlive
+/// the step and are not touched by Rust while its handles are registered.
+struct PanelUpdate {
+    a: *mut f32,
+    bp: *mut f32,
+    c: *mut f32,
+    rows: usize,
+    cols: usize,
+    b: usize,
+    a_handle: Option<Handle>,
+}
+
+impl Workload for PanelUpdate {
+    fn units(&self) -> u64 {
+        self.cols as u64
+    }
+
+    fn codelet(&self) -> *mut sys::starpu_codelet {
+        // Only the address of the C global is taken (no access).
+        &raw mut plb_mm_cl
+    }
+
+    fn register_shared(&mut self, data: &mut Data) -> Result<(), String> {
+        // SAFETY: A's panel holds rows·b elements (the run's buffer),
+        // untouched until the pass unregisters it.
+        self.a_handle = Some(unsafe { data.matrix(self.a, self.rows, self.rows, self.b)? });
+        Ok(())
+    }
+
+    fn register_block(
+        &mut self,
+        data: &mut Data,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<Handle>, String> {
+        let (off, len) = (offset as usize, len as usize);
+        if off + len > self.cols {
+            return Err(format!(
+                "mm-mpi: block {off}+{len} beyond {} columns",
+                self.cols
+            ));
+        }
+        let a = self.a_handle.ok_or("mm-mpi: A's panel is not registered")?;
+        // SAFETY: columns off..off+len of B's panel (b rows) and of C'
+        // (`rows` rows) are inside the buffers (checked above); blocks are
+        // disjoint; the buffers are untouched until the pass unregisters.
+        let (bh, ch) = unsafe {
+            (
+                data.matrix(self.bp.add(off * self.b), self.b, self.b, len)?,
+                data.matrix(self.c.add(off * self.rows), self.rows, self.rows, len)?,
+            )
+        };
+        Ok(vec![a, bh, ch])
+    }
+
+    fn work(&self, units: u64) -> f64 {
+        2.0 * (self.rows * self.b) as f64 * units as f64
+    }
+
+    fn throughput_unit(&self) -> (&'static str, f64) {
+        ("GFLOP/s", 1e9)
+    }
+
+    fn verify(&self) -> Verification {
+        Verification {
+            ok: true,
+            detail: "checked at rank 0 over the whole product".into(),
+        }
     }
 }
 

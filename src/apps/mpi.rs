@@ -199,6 +199,14 @@ impl Drop for Mpi {
     }
 }
 
+/// Writes `line` and a newline to stderr in one call, so that the lines
+/// of ranks sharing a terminal or a pipe do not interleave (`eprintln!`
+/// may write a formatted line in pieces).
+pub fn say(line: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
 /// `f64`s as bytes (little endian) and back.
 pub fn f64_bytes(v: &[f64]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
