@@ -14,7 +14,7 @@
 #   PLB=<path to plb> (default target/release/plb)
 # Writes DIR/cluster.md, DIR/cluster-real.csv, DIR/cluster-sim-fig5.{csv,png}
 # (DIR: results/cluster; target/exp-cluster-quick with --quick).
-# --quick: 2 ranks, 3 algorithms, 1 repetition, 3 values of N (CI, ~10 s).
+# --quick: 2 ranks, 3 algorithms, 1 repetition, 3 values of N (CI, a few seconds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PLB=${PLB:-target/release/plb}
