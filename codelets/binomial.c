@@ -107,21 +107,8 @@ static int bin_program_loaded;
 static void bin_opencl(void *buffers[], void *arg)
 {
 	const struct plb_bin_params *prm = plb_app_params(arg);
-	cl_int n = (cl_int)STARPU_VECTOR_GET_NX(buffers[0]);
-	cl_float r = prm->riskfree, v = prm->volatility;
-	cl_command_queue queue;
-	double t0 = plb_app_start();
-	cl_kernel kernel = plb_app_opencl_kernel(&bin_program, "plb_binomial", &queue);
-	int a = 0;
-	cl_int err = clSetKernelArg(kernel, a++, sizeof(n), &n);
-	err |= clSetKernelArg(kernel, a++, sizeof(r), &r);
-	err |= clSetKernelArg(kernel, a++, sizeof(v), &v);
-	err |= plb_app_opencl_vectors(kernel, &a, buffers, 5, sizeof(float));
-	if (err != CL_SUCCESS)
-		STARPU_OPENCL_REPORT_ERROR(err);
-	size_t local = 64;
-	size_t global = ((size_t)n + local - 1) / local * local;
-	plb_app_opencl_run(queue, kernel, 1, &global, &local, arg, t0);
+	plb_app_opencl_options(&bin_program, "plb_binomial", buffers, arg, prm->riskfree,
+			       prm->volatility);
 }
 #endif
 
@@ -144,18 +131,4 @@ struct starpu_codelet plb_bin_cl = {
 	.name = "plb_binomial",
 };
 
-int plb_bin_init(void)
-{
-#ifdef STARPU_USE_OPENCL
-	return plb_app_opencl_load(&bin_program, bin_opencl_source, &bin_program_loaded);
-#else
-	return 0;
-#endif
-}
-
-void plb_bin_fini(void)
-{
-#ifdef STARPU_USE_OPENCL
-	plb_app_opencl_unload(&bin_program, &bin_program_loaded);
-#endif
-}
+PLB_APP_OPENCL_INIT_FINI(plb_bin_init, plb_bin_fini, bin_program, bin_opencl_source)

@@ -116,21 +116,8 @@ static int bs_program_loaded;
 static void bs_opencl(void *buffers[], void *arg)
 {
 	const struct plb_bs_params *p = plb_app_params(arg);
-	cl_int n = (cl_int)STARPU_VECTOR_GET_NX(buffers[0]);
-	cl_float r = p->riskfree, v = p->volatility;
-	cl_command_queue queue;
-	double t0 = plb_app_start();
-	cl_kernel kernel = plb_app_opencl_kernel(&bs_program, "plb_blackscholes", &queue);
-	int a = 0;
-	cl_int err = clSetKernelArg(kernel, a++, sizeof(n), &n);
-	err |= clSetKernelArg(kernel, a++, sizeof(r), &r);
-	err |= clSetKernelArg(kernel, a++, sizeof(v), &v);
-	err |= plb_app_opencl_vectors(kernel, &a, buffers, 5, sizeof(float));
-	if (err != CL_SUCCESS)
-		STARPU_OPENCL_REPORT_ERROR(err);
-	size_t local = 64;
-	size_t global = ((size_t)n + local - 1) / local * local;
-	plb_app_opencl_run(queue, kernel, 1, &global, &local, arg, t0);
+	plb_app_opencl_options(&bs_program, "plb_blackscholes", buffers, arg, p->riskfree,
+			       p->volatility);
 }
 #endif
 
@@ -153,18 +140,4 @@ struct starpu_codelet plb_bs_cl = {
 	.name = "plb_blackscholes",
 };
 
-int plb_bs_init(void)
-{
-#ifdef STARPU_USE_OPENCL
-	return plb_app_opencl_load(&bs_program, bs_opencl_source, &bs_program_loaded);
-#else
-	return 0;
-#endif
-}
-
-void plb_bs_fini(void)
-{
-#ifdef STARPU_USE_OPENCL
-	plb_app_opencl_unload(&bs_program, &bs_program_loaded);
-#endif
-}
+PLB_APP_OPENCL_INIT_FINI(plb_bs_init, plb_bs_fini, bs_program, bs_opencl_source)

@@ -122,18 +122,4 @@ struct starpu_codelet plb_nbody_cl = {
 	.name = "plb_nbody",
 };
 
-int plb_nbody_init(void)
-{
-#ifdef STARPU_USE_OPENCL
-	return plb_app_opencl_load(&nbody_program, nbody_opencl_source, &nbody_program_loaded);
-#else
-	return 0;
-#endif
-}
-
-void plb_nbody_fini(void)
-{
-#ifdef STARPU_USE_OPENCL
-	plb_app_opencl_unload(&nbody_program, &nbody_program_loaded);
-#endif
-}
+PLB_APP_OPENCL_INIT_FINI(plb_nbody_init, plb_nbody_fini, nbody_program, nbody_opencl_source)

@@ -131,6 +131,79 @@ static inline void plb_app_opencl_run(cl_command_queue queue, cl_kernel kernel, 
 	starpu_opencl_release_kernel(kernel);
 	plb_app_finish(cl_arg, t0_us);
 }
+
+/* One task of a 1-D option-pricing kernel (binomial, Black-Scholes):
+ * arguments (n, r, v, S, X, T, call, put), the five vectors as (cl_mem,
+ * offset); work-groups of 64 options. */
+static inline void plb_app_opencl_options(struct starpu_opencl_program *program, const char *name,
+					  void *buffers[], void *cl_arg, cl_float r, cl_float v)
+{
+	cl_int n = (cl_int)STARPU_VECTOR_GET_NX(buffers[0]);
+	cl_command_queue queue;
+	double t0 = plb_app_start();
+	cl_kernel kernel = plb_app_opencl_kernel(program, name, &queue);
+	int a = 0;
+	cl_int err = clSetKernelArg(kernel, a++, sizeof(n), &n);
+	err |= clSetKernelArg(kernel, a++, sizeof(r), &r);
+	err |= clSetKernelArg(kernel, a++, sizeof(v), &v);
+	err |= plb_app_opencl_vectors(kernel, &a, buffers, 5, sizeof(float));
+	if (err != CL_SUCCESS)
+		STARPU_OPENCL_REPORT_ERROR(err);
+	size_t local = 64;
+	size_t global = ((size_t)n + local - 1) / local * local;
+	plb_app_opencl_run(queue, kernel, 1, &global, &local, cl_arg, t0);
+}
+
+/* One task of a row kernel (Mandelbrot, ray tracing): arguments (size,
+ * first row, rows, image) with the block's rows of a size x size image in
+ * the one vector buffer (elem bytes a pixel's value, values_per_pixel of
+ * them); work-groups of 64 pixels of one row. */
+static inline void plb_app_opencl_rows(struct starpu_opencl_program *program, const char *name,
+				       void *buffers[], void *cl_arg, cl_int size, size_t elem,
+				       size_t values_per_pixel)
+{
+	const struct plb_app_task *task = cl_arg;
+	cl_int rows = (cl_int)(STARPU_VECTOR_GET_NX(buffers[0]) / (values_per_pixel * (size_t)size));
+	cl_int first = (cl_int)task->offset;
+	cl_command_queue queue;
+	double t0 = plb_app_start();
+	cl_kernel kernel = plb_app_opencl_kernel(program, name, &queue);
+	int a = 0;
+	cl_int err = clSetKernelArg(kernel, a++, sizeof(size), &size);
+	err |= clSetKernelArg(kernel, a++, sizeof(first), &first);
+	err |= clSetKernelArg(kernel, a++, sizeof(rows), &rows);
+	err |= plb_app_opencl_vectors(kernel, &a, buffers, 1, elem);
+	if (err != CL_SUCCESS)
+		STARPU_OPENCL_REPORT_ERROR(err);
+	size_t local[2] = { 64, 1 };
+	size_t global[2] = { ((size_t)size + 63) / 64 * 64, (size_t)rows };
+	plb_app_opencl_run(queue, kernel, 2, global, local, cl_arg, t0);
+}
+#endif
+
+/* The plb_*_init / plb_*_fini pair of a codelet whose OpenCL program is
+ * `prog` (with its `prog##_loaded` flag) built from `source`: loaded for
+ * every OpenCL worker after starpu_init, unloaded before the shutdown;
+ * nothing to do without OpenCL. */
+#if defined(STARPU_USE_OPENCL) && !defined(__CUDACC__)
+#define PLB_APP_OPENCL_INIT_FINI(init, fini, prog, source)                  \
+	int init(void)                                                      \
+	{                                                                   \
+		return plb_app_opencl_load(&prog, source, &prog##_loaded);  \
+	}                                                                   \
+	void fini(void)                                                     \
+	{                                                                   \
+		plb_app_opencl_unload(&prog, &prog##_loaded);               \
+	}
+#else
+#define PLB_APP_OPENCL_INIT_FINI(init, fini, prog, source) \
+	int init(void)                                     \
+	{                                                  \
+		return 0;                                  \
+	}                                                  \
+	void fini(void)                                    \
+	{                                                  \
+	}
 #endif
 
 #endif /* PLB_APP_H */

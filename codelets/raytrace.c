@@ -208,24 +208,9 @@ static int rt_program_loaded;
 
 static void rt_opencl(void *buffers[], void *arg)
 {
-	const struct plb_app_task *task = arg;
 	const struct plb_rt_params *prm = plb_app_params(arg);
-	cl_int size = (cl_int)prm->size;
-	cl_int rows = (cl_int)(STARPU_VECTOR_GET_NX(buffers[0]) / (3 * prm->size));
-	cl_int first = (cl_int)task->offset;
-	cl_command_queue queue;
-	double t0 = plb_app_start();
-	cl_kernel kernel = plb_app_opencl_kernel(&rt_program, "plb_raytrace", &queue);
-	int a = 0;
-	cl_int err = clSetKernelArg(kernel, a++, sizeof(size), &size);
-	err |= clSetKernelArg(kernel, a++, sizeof(first), &first);
-	err |= clSetKernelArg(kernel, a++, sizeof(rows), &rows);
-	err |= plb_app_opencl_vectors(kernel, &a, buffers, 1, sizeof(float));
-	if (err != CL_SUCCESS)
-		STARPU_OPENCL_REPORT_ERROR(err);
-	size_t local[2] = { 64, 1 };
-	size_t global[2] = { ((size_t)size + 63) / 64 * 64, (size_t)rows };
-	plb_app_opencl_run(queue, kernel, 2, global, local, arg, t0);
+	plb_app_opencl_rows(&rt_program, "plb_raytrace", buffers, arg, (cl_int)prm->size,
+			    sizeof(float), 3);
 }
 #endif
 
@@ -248,18 +233,4 @@ struct starpu_codelet plb_rt_cl = {
 	.name = "plb_raytrace",
 };
 
-int plb_rt_init(void)
-{
-#ifdef STARPU_USE_OPENCL
-	return plb_app_opencl_load(&rt_program, rt_opencl_source, &rt_program_loaded);
-#else
-	return 0;
-#endif
-}
-
-void plb_rt_fini(void)
-{
-#ifdef STARPU_USE_OPENCL
-	plb_app_opencl_unload(&rt_program, &rt_program_loaded);
-#endif
-}
+PLB_APP_OPENCL_INIT_FINI(plb_rt_init, plb_rt_fini, rt_program, rt_opencl_source)

@@ -378,6 +378,11 @@ pub(crate) fn run_pinned(
 pub fn run(app: &App, opts: &Options) -> Result<Summary, String> {
     let mut work = (app.build)(opts.n, opts.seed)?;
     let ours = catalog::find(super::policy_base(&opts.sched)).is_some();
+    // Our balancer's spec: greedy takes --block as its block size.
+    let balancer = match (opts.sched.as_str(), opts.block) {
+        ("greedy", Some(b)) => format!("greedy:{b}"),
+        (s, _) => s.to_string(),
+    };
     let session = Session::start(opts)?;
     let workers = session.workers();
     if workers.is_empty() {
@@ -395,7 +400,14 @@ pub fn run(app: &App, opts: &Options) -> Result<Summary, String> {
     let mut previous: Option<Arc<DivisibleRun>> = None;
     let (result, rc) = loop {
         let result = if ours {
-            divisible(work.as_mut(), &mut data, opts, &log, &mut previous)
+            divisible(
+                work.as_mut(),
+                &mut data,
+                &balancer,
+                opts.fault,
+                &log,
+                &mut previous,
+            )
         } else {
             fixed(work.as_mut(), &mut data, opts, &log)
         };
@@ -474,22 +486,12 @@ pub(crate) fn divisible_pass(
     sched: &str,
     previous: &mut Option<Arc<DivisibleRun>>,
 ) -> Result<Vec<(i32, u64, u64)>, String> {
-    let opts = Options {
-        n: work.units(),
-        seed: 0,
-        sched: sched.to_string(),
-        block: None,
-        ncpu: None,
-        opencl: false,
-        fault: None,
-        trace: None,
-    };
     let log = Arc::new(Log {
         start: Instant::now(),
         done: Mutex::new(Vec::new()),
     });
     let mut data = Data::default();
-    let result = divisible(work, &mut data, &opts, &log, previous);
+    let result = divisible(work, &mut data, sched, None, &log, previous);
     // SAFETY: StarPU is initialised; application thread. Waits even after
     // an error so no task outlives its data.
     let rc = unsafe { sys::starpu_task_wait_for_all() };
@@ -554,15 +556,12 @@ fn task_arg(
 fn divisible(
     work: &mut dyn Workload,
     data: &mut Data,
-    opts: &Options,
+    spec: &str,
+    fault: Option<Fault>,
     log: &Arc<Log>,
     previous: &mut Option<Arc<DivisibleRun>>,
 ) -> Result<String, String> {
-    let name = match (opts.sched.as_str(), opts.block) {
-        ("greedy", Some(b)) => format!("greedy:{b}"),
-        (s, _) => s.to_string(),
-    };
-    let spec = BalancerSpec::parse(&name).map_err(|e| e.to_string())?;
+    let spec = BalancerSpec::parse(spec).map_err(|e| e.to_string())?;
     work.register_shared(data)?;
     let cl = work.codelet();
     let run = match previous.take() {
@@ -572,8 +571,8 @@ fn divisible(
     let run = Arc::new(run.map_err(|e| e.to_string())?);
     *previous = Some(Arc::clone(&run));
     while let Some(b) = run.next_block().map_err(|e| e.to_string())? {
-        let faulty = b.id == 0 && opts.fault.is_some();
-        if faulty && opts.fault == Some(Fault::Drop) {
+        let faulty = b.id == 0 && fault.is_some();
+        if faulty && fault == Some(Fault::Drop) {
             // Lost block: reported done, never computed.
             run.block_done(b.id, 1e-6, 0.0).map_err(|e| e.to_string())?;
             continue;

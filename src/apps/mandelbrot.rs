@@ -57,11 +57,9 @@ pub fn build(n: u64, _seed: u64) -> Result<Box<dyn Workload>, String> {
         .ok()
         .filter(|&n| n > 0 && n <= 1 << 14)
         .ok_or_else(|| format!("mandelbrot: --n {n} out of range (1..=16384)"))?;
-    let mut image = std::hint::black_box(vec![0u32; n * n]);
-    image.fill(0);
     Ok(Box::new(Mandelbrot {
         n,
-        image,
+        image: super::zeroed(n * n),
         params: Box::new(Params { size: n as u32 }),
     }))
 }

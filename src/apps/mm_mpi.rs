@@ -47,7 +47,7 @@ use starpu_sys as sys;
 use super::distributed::{self, NodeKernel, Partition, fatal};
 use super::exec::{Session, divisible_pass, run_pinned};
 use super::mpi::{Mpi, bytes_f64, f64_bytes, launcher_rank, say};
-use super::{Data, Handle, Options as RunOptions, Verification, Workload, input_rng};
+use super::{Data, Handle, MM_MPI_TAG, Options as RunOptions, Verification, Workload, input_rng};
 use crate::cli::Failure;
 
 unsafe extern "C" {
@@ -113,9 +113,6 @@ fn parse_algo(s: &str) -> Result<Algorithm, String> {
         format!("unknown algorithm `{s}` (one of {})", names.join(", "))
     })
 }
-
-/// Summary prefix (rank 0, stdout).
-pub const TAG: &str = super::mm_mpi_tag();
 
 /// Message tags: (phase, step, matrix, source, destination) made unique.
 fn tag(phase: u64, step: u64, matrix: u64, src: usize, dst: usize, g: u64, q: usize) -> i64 {
@@ -623,7 +620,7 @@ impl<'a> Run<'a> {
         let distribute_s = t1.elapsed().as_secs_f64();
         // The G pivot steps.
         let t2 = Instant::now();
-        let mut c = vec![0f32; rows * cols];
+        let mut c = super::zeroed(rows * cols);
         let mut counts = vec![0u32; cols];
         let mut comm_s = 0.0;
         let mut compute_s = 0.0;
@@ -1176,7 +1173,7 @@ impl Report<'_> {
             (o.node_rounds, o.device_rounds, o.converged, o.imbalance)
         });
         println!(
-            "{TAG} ranks={q} n={n} b={} algo={} rounds={rounds} device_rounds={drounds} converged={conv} imbalance={imb:.3} partition_s={partition_s:.3} distribute_s={distribute_s:.3} multiply_s={multiply_s:.3} gather_s={gather_s:.3} gflops={:.2} shares=[{}] ideal_from={ideal_from} ideal=[{}] max_share_error={share_err:.3} h_cma={h_cma} h_strips={} traffic_blocks={traffic} traffic_blocks_strips={} coverage={} verified={} ({detail})",
+            "{MM_MPI_TAG} ranks={q} n={n} b={} algo={} rounds={rounds} device_rounds={drounds} converged={conv} imbalance={imb:.3} partition_s={partition_s:.3} distribute_s={distribute_s:.3} multiply_s={multiply_s:.3} gather_s={gather_s:.3} gflops={:.2} shares=[{}] ideal_from={ideal_from} ideal=[{}] max_share_error={share_err:.3} h_cma={h_cma} h_strips={} traffic_blocks={traffic} traffic_blocks_strips={} coverage={} verified={} ({detail})",
             self.o.b,
             self.o.algo,
             2.0 * (n as f64).powi(3) / multiply_s / 1e9,

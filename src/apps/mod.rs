@@ -269,11 +269,11 @@ pub struct Verification {
 /// `len` zeros, written now. `vec![0.0; len]` gets lazily mapped zero pages
 /// from the allocator, whose first-touch page faults would then land inside
 /// the first kernels' measured time.
-pub fn zeroed(len: usize) -> Vec<f32> {
+pub fn zeroed<T: Copy + Default>(len: usize) -> Vec<T> {
     // black_box: the compiler may not assume the contents are zero already
     // and skip the fill.
-    let mut v = std::hint::black_box(vec![0.0f32; len]);
-    v.fill(0.0);
+    let mut v = std::hint::black_box(vec![T::default(); len]);
+    v.fill(T::default());
     v
 }
 
@@ -343,9 +343,7 @@ enum AppCommand {
 }
 
 /// Prefix of `plb app mm-mpi`'s summary line.
-pub const fn mm_mpi_tag() -> &'static str {
-    "plb-mm-mpi:"
-}
+pub const MM_MPI_TAG: &str = "plb-mm-mpi:";
 
 /// `plb app mm-mpi` in a `plb` built without StarPU-MPI: says so.
 #[cfg(not(plb_mpi))]

@@ -169,7 +169,7 @@ fn real(opts: &Options) -> Result<Vec<RealRow>, String> {
                 let text = String::from_utf8_lossy(&out.stdout).to_string();
                 let line = text
                     .lines()
-                    .find(|l| l.starts_with(crate::apps::mm_mpi_tag()))
+                    .find(|l| l.starts_with(crate::apps::MM_MPI_TAG))
                     .map(str::to_string);
                 match (out.status.success(), line) {
                     (true, Some(line)) => rows.push(RealRow {

@@ -170,7 +170,6 @@ pub struct Level {
     cfg: LevelConfig,
     fpms: Vec<SpeedFunction>,
     samples: Vec<Vec<Point>>,
-    cpm: Vec<f64>,
     rounds: usize,
     best: Option<(Vec<u64>, Vec<f64>)>,
     state: State,
@@ -199,7 +198,6 @@ impl Level {
             cfg,
             fpms: vec![SpeedFunction::new(); n],
             samples: vec![Vec::new(); n],
-            cpm: vec![0.0; n],
             rounds: 0,
             best: None,
             state: State::Start,
@@ -237,7 +235,6 @@ impl Level {
                 continue;
             }
             self.fpms[i].add(x as f64, t);
-            self.cpm[i] = x as f64 / t;
             let s = &mut self.samples[i];
             if s.len() >= MAX_SAMPLES {
                 s.remove(0);
@@ -340,7 +337,13 @@ impl Level {
                         gpa::partition(&refs, self.total)
                     }
                     Algorithm::MultipleCpm | Algorithm::SingleCpm => {
-                        gpa::proportional(&self.cpm, self.total)
+                        // Each element's constant speed: its last measurement.
+                        let speeds: Vec<f64> = self
+                            .samples
+                            .iter()
+                            .map(|s| s.last().map_or(0.0, |p| p.x / p.t))
+                            .collect();
+                        gpa::proportional(&speeds, self.total)
                     }
                     Algorithm::PlbHac => self.plb_hac_split(),
                     Algorithm::Homogeneous => gpa::even(n, self.total),

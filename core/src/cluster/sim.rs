@@ -34,8 +34,6 @@ pub struct SimCluster {
     /// Relative uniform noise on every measured kernel time.
     pub noise: f64,
     rng: Rng,
-    /// Kernel runs measured so far.
-    pub kernel_runs: u64,
 }
 
 impl SimCluster {
@@ -45,7 +43,6 @@ impl SimCluster {
             block,
             noise,
             rng: Rng::new(seed),
-            kernel_runs: 0,
         }
     }
 
@@ -140,7 +137,6 @@ impl Bench for SimCluster {
     }
 
     fn kernel(&mut self, node: usize, rows: u64, cols: &[u64]) -> Vec<f64> {
-        self.kernel_runs += 1;
         let total: u64 = cols.iter().sum();
         (0..cols.len())
             .map(|j| {
