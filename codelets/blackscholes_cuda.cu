@@ -52,11 +52,7 @@ extern "C" void plb_bs_cuda(void *buffers[], void *arg)
 		(const float *)STARPU_VECTOR_GET_PTR(buffers[1]),
 		(const float *)STARPU_VECTOR_GET_PTR(buffers[2]), (float *)STARPU_VECTOR_GET_PTR(buffers[3]),
 		(float *)STARPU_VECTOR_GET_PTR(buffers[4]));
-	cudaError_t err = cudaGetLastError();
-	if (err != cudaSuccess)
-		STARPU_CUDA_REPORT_ERROR(err);
-	cudaStreamSynchronize(stream);
-	plb_app_finish(arg, t0);
+	plb_app_cuda_finish(stream, arg, t0);
 }
 
 #endif

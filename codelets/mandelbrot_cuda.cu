@@ -48,11 +48,7 @@ extern "C" void plb_mandel_cuda(void *buffers[], void *arg)
 	dim3 grid((size + 127) / 128, rows);
 	mandel_kernel<<<grid, 128, 0, stream>>>(size, (int)task->offset, rows,
 						(uint32_t *)STARPU_VECTOR_GET_PTR(buffers[0]));
-	cudaError_t err = cudaGetLastError();
-	if (err != cudaSuccess)
-		STARPU_CUDA_REPORT_ERROR(err);
-	cudaStreamSynchronize(stream);
-	plb_app_finish(arg, t0);
+	plb_app_cuda_finish(stream, arg, t0);
 }
 
 #endif

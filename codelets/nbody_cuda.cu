@@ -50,11 +50,7 @@ extern "C" void plb_nbody_cuda(void *buffers[], void *arg)
 	nbody_kernel<<<(len + TILE - 1) / TILE, TILE, 0, stream>>>(
 		n, len, (int)task->offset, (const float4 *)STARPU_VECTOR_GET_PTR(buffers[0]),
 		(float4 *)STARPU_VECTOR_GET_PTR(buffers[1]));
-	cudaError_t err = cudaGetLastError();
-	if (err != cudaSuccess)
-		STARPU_CUDA_REPORT_ERROR(err);
-	cudaStreamSynchronize(stream);
-	plb_app_finish(arg, t0);
+	plb_app_cuda_finish(stream, arg, t0);
 }
 
 #endif

@@ -206,4 +206,18 @@ static inline void plb_app_opencl_rows(struct starpu_opencl_program *program, co
 	}
 #endif
 
+#if defined(__CUDACC__) && defined(STARPU_USE_CUDA)
+/* After a kernel launch on the worker's stream: reports a launch error,
+ * waits for the stream and reports the task's time since t0_us
+ * (plb_app_finish): the end every CUDA codelet shares. */
+static inline void plb_app_cuda_finish(cudaStream_t stream, void *cl_arg, double t0_us)
+{
+	cudaError_t err = cudaGetLastError();
+	if (err != cudaSuccess)
+		STARPU_CUDA_REPORT_ERROR(err);
+	cudaStreamSynchronize(stream);
+	plb_app_finish(cl_arg, t0_us);
+}
+#endif
+
 #endif /* PLB_APP_H */

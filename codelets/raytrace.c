@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <starpu.h>
 #include "plb_app.h"
+#include "raytrace_scene.h"
 
 struct plb_rt_params {
 	uint32_t size;
@@ -32,97 +33,6 @@ struct plb_rt_params {
 #define PLB_RT_CUDA 1
 void plb_rt_cuda(void *buffers[], void *arg);
 #endif
-
-#define RT_N 6
-/* centre x, y, z, radius, colour r, g, b, reflectivity */
-static const float rt_scene[RT_N][8] = {
-	{ 0.0f, -1002.0f, -6.0f, 1000.0f, 0.6f, 0.6f, 0.6f, 0.3f },
-	{ -1.0f, -0.6f, -4.0f, 0.9f, 0.9f, 0.3f, 0.3f, 0.8f },
-	{ 0.9f, -1.0f, -3.5f, 0.6f, 0.3f, 0.9f, 0.3f, 0.9f },
-	{ -0.2f, 0.8f, -5.5f, 0.7f, 0.3f, 0.3f, 0.9f, 0.6f },
-	{ 1.6f, 0.3f, -6.0f, 0.8f, 0.9f, 0.9f, 0.2f, 0.0f },
-	{ -1.8f, 1.2f, -7.0f, 0.5f, 0.8f, 0.8f, 0.8f, 0.9f },
-};
-
-/* Distance along the unit ray (o, d) to sphere s beyond 1e-4, or -1. */
-static float rt_hit(const float *s, const float *o, const float *d)
-{
-	/* The cancellation-free forms: c = (|oc| - r)(|oc| + r), and the near
-	 * root as c / q (the ground is a sphere of radius 1000). */
-	float oc[3] = { o[0] - s[0], o[1] - s[1], o[2] - s[2] };
-	float b = oc[0] * d[0] + oc[1] * d[1] + oc[2] * d[2];
-	float len = sqrtf(oc[0] * oc[0] + oc[1] * oc[1] + oc[2] * oc[2]);
-	float c = (len - s[3]) * (len + s[3]);
-	float disc = b * b - c;
-	if (disc < 0.0f)
-		return -1.0f;
-	float sq = sqrtf(disc);
-	float q = b > 0.0f ? -b - sq : -b + sq;
-	if (q == 0.0f)
-		return -1.0f;
-	float t0 = c / q, t1 = q;
-	float near = fminf(t0, t1), far = fmaxf(t0, t1);
-	float t = near > 1e-4f ? near : far;
-	return t > 1e-4f ? t : -1.0f;
-}
-
-static void rt_pixel(size_t row, size_t col, size_t size, float *rgb)
-{
-	float px = -1.0f + ((float)col + 0.5f) * 2.0f / (float)size;
-	float py = 1.0f - ((float)row + 0.5f) * 2.0f / (float)size;
-	float l = sqrtf(px * px + py * py + 2.25f);
-	float d[3] = { px / l, py / l, -1.5f / l }, o[3] = { 0.0f, 0.0f, 0.0f };
-	float col_[3] = { 0.0f, 0.0f, 0.0f }, weight = 1.0f;
-	for (int depth = 0; depth < 8; depth++) {
-		int best = -1;
-		float tbest = 0.0f;
-		for (int i = 0; i < RT_N; i++) {
-			float t = rt_hit(rt_scene[i], o, d);
-			if (t > 0.0f && (best < 0 || t < tbest)) {
-				best = i;
-				tbest = t;
-			}
-		}
-		if (best < 0) {
-			col_[0] += weight * (0.5f + 0.3f * d[1]);
-			col_[1] += weight * 0.7f;
-			col_[2] += weight * 0.9f;
-			break;
-		}
-		const float *s = rt_scene[best];
-		float h[3] = { o[0] + tbest * d[0], o[1] + tbest * d[1], o[2] + tbest * d[2] };
-		float n[3] = { h[0] - s[0], h[1] - s[1], h[2] - s[2] };
-		float nl = sqrtf(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-		n[0] /= nl, n[1] /= nl, n[2] /= nl;
-		/* Secondary rays leave from just outside the surface (no
-		 * self-shadowing from rounding). */
-		h[0] += 1e-3f * n[0], h[1] += 1e-3f * n[1], h[2] += 1e-3f * n[2];
-		float tl[3] = { -4.0f - h[0], 6.0f - h[1], 0.0f - h[2] };
-		float dist = sqrtf(tl[0] * tl[0] + tl[1] * tl[1] + tl[2] * tl[2]);
-		float ld[3] = { tl[0] / dist, tl[1] / dist, tl[2] / dist };
-		float lambert = n[0] * ld[0] + n[1] * ld[1] + n[2] * ld[2];
-		float shade = 0.1f;
-		if (lambert > 0.0f) {
-			int shadowed = 0;
-			for (int i = 0; i < RT_N; i++) {
-				float t = rt_hit(rt_scene[i], h, ld);
-				if (t > 0.0f && t < dist)
-					shadowed = 1;
-			}
-			if (!shadowed)
-				shade += 0.9f * lambert;
-		}
-		float w = weight * (1.0f - s[7]) * shade;
-		col_[0] += w * s[4], col_[1] += w * s[5], col_[2] += w * s[6];
-		if (s[7] <= 0.0f)
-			break;
-		weight *= s[7];
-		float dn = -2.0f * (d[0] * n[0] + d[1] * n[1] + d[2] * n[2]);
-		d[0] += dn * n[0], d[1] += dn * n[1], d[2] += dn * n[2];
-		o[0] = h[0], o[1] = h[1], o[2] = h[2];
-	}
-	rgb[0] += col_[0], rgb[1] += col_[1], rgb[2] += col_[2];
-}
 
 static void rt_cpu(void *buffers[], void *arg)
 {
@@ -134,7 +44,7 @@ static void rt_cpu(void *buffers[], void *arg)
 	double t0 = plb_app_start();
 	for (size_t r = 0; r < rows; r++)
 		for (size_t c = 0; c < size; c++)
-			rt_pixel(task->offset + r, c, size, out + 3 * (r * size + c));
+			plb_rt_pixel(task->offset + r, c, size, out + 3 * (r * size + c));
 	plb_app_finish(arg, t0);
 }
 
