@@ -65,6 +65,7 @@ pub mod mm_mpi;
 #[cfg(plb_mpi)]
 mod mpi;
 pub mod nbody;
+mod options;
 pub mod raytrace;
 mod rows;
 
