@@ -13,6 +13,9 @@
 //! module that reads a clock: it times the fitter and the solvers for
 //! `plb bench-solver`.
 //!
+//! [`sleepers`] is the wake-up discipline of every task-side policy, and
+//! [`taskmode`] the scheduler of unmodified applications' tasks.
+//!
 //! No `unsafe` code: IPOPT is reached through the safe `plb-ipopt` crate.
 
 #![forbid(unsafe_code)]
@@ -32,6 +35,7 @@ pub mod platform;
 pub mod rng;
 pub mod rounding;
 pub mod samples;
+pub mod sleepers;
 pub mod solve;
 pub mod taskmode;
 pub mod workload;

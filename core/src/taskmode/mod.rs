@@ -38,12 +38,16 @@
 pub mod epoch;
 pub mod persist;
 pub mod placement;
+mod protocol;
+
+pub use protocol::{CONSULTS_PER_POP, Finished, PopRound, PopStep};
 
 use std::collections::VecDeque;
 
 use crate::balance::driver::Consult;
 use crate::balance::registry::BalancerSpec;
 use crate::balance::{Tuning, WorkerKind};
+use crate::sleepers::Sleepers;
 use epoch::{Ask, Epoch, EpochPu, Ticket, epoch_min};
 use placement::{Candidate, ModelBook, choose};
 
@@ -123,7 +127,16 @@ struct Queued<T> {
 
 struct Queue<T> {
     items: VecDeque<Queued<T>>,
+    /// Predicted seconds of the queued tasks.
     backlog_s: f64,
+    /// Predicted seconds of the tasks placed here by a push but not yet
+    /// committed ([`Reserved`]).
+    reserved_s: f64,
+    /// The worker's tasks popped and not yet reported finished: how many,
+    /// and when the last of them is expected to end (as `dmda`'s expected
+    /// end; a report that never comes only lets the estimate expire).
+    running: u32,
+    running_until: f64,
 }
 
 impl<T> Default for Queue<T> {
@@ -131,6 +144,34 @@ impl<T> Default for Queue<T> {
         Queue {
             items: VecDeque::new(),
             backlog_s: 0.0,
+            reserved_s: 0.0,
+            running: 0,
+            running_until: 0.0,
+        }
+    }
+}
+
+impl<T> Queue<T> {
+    /// A task predicted to run `est_s` seconds started at `now`.
+    fn started(&mut self, now: f64, est_s: f64) {
+        self.running += 1;
+        self.running_until = self.running_until.max(now) + est_s.max(0.0);
+    }
+
+    /// One of the worker's tasks finished at `now`.
+    fn finished(&mut self, now: f64) {
+        self.running = self.running.saturating_sub(1);
+        if self.running == 0 {
+            self.running_until = now;
+        }
+    }
+
+    /// Predicted seconds before the worker is done with what it runs.
+    fn running_left(&self, now: f64) -> f64 {
+        if self.running == 0 {
+            0.0
+        } else {
+            (self.running_until - now).max(0.0)
         }
     }
 }
@@ -143,8 +184,7 @@ impl<T: SchedTask> Queue<T> {
         self.insert(q);
     }
 
-    /// Queues `q` whose prediction `backlog_s` already counts (a
-    /// [`Reserved`] placement).
+    /// Queues `q` without counting its prediction (see [`Queue::push`]).
     fn insert(&mut self, q: Queued<T>) {
         let at = self
             .items
@@ -159,15 +199,16 @@ impl<T: SchedTask> Queue<T> {
     /// length per priority). The queue is sorted by priority, so this is
     /// the whole backlog (O(1)) unless the task would jump ahead of some.
     fn backlog_ahead_of(&self, priority: i32) -> f64 {
-        match self.items.back() {
-            Some(last) if last.priority < priority => self
-                .items
-                .iter()
-                .take_while(|x| x.priority >= priority)
-                .map(|x| x.est_s)
-                .sum(),
-            _ => self.backlog_s,
-        }
+        self.reserved_s
+            + match self.items.back() {
+                Some(last) if last.priority < priority => self
+                    .items
+                    .iter()
+                    .take_while(|x| x.priority >= priority)
+                    .map(|x| x.est_s)
+                    .sum(),
+                _ => self.backlog_s,
+            }
     }
 
     /// Removes the oldest task `worker` can run, with its implementation.
@@ -196,6 +237,8 @@ impl<T: SchedTask> Queue<T> {
             gains.then_some((i, nimpl))
         })?;
         let q = self.items.remove(i)?;
+        // Exactly 0 when empty (no drift of the sum); reserved placements
+        // are counted apart and stay.
         self.backlog_s = if self.items.is_empty() {
             0.0
         } else {
@@ -331,6 +374,9 @@ pub struct Scheduler<T> {
     in_push: bool,
     /// Placements of the last push not yet taken by the caller.
     reserved: Vec<Reserved<T>>,
+    /// The time of the current call (placement reads the workers'
+    /// expected ends against it).
+    now: f64,
 }
 
 impl<T: SchedTask> Scheduler<T> {
@@ -355,6 +401,7 @@ impl<T: SchedTask> Scheduler<T> {
             reserving: false,
             in_push: false,
             reserved: Vec::new(),
+            now: 0.0,
         }
     }
 
@@ -375,29 +422,63 @@ impl<T: SchedTask> Scheduler<T> {
     }
 
     /// Queues placements taken with [`Scheduler::take_reserved`]; their
-    /// workers are notified.
-    pub fn commit(&mut self, placements: Vec<Reserved<T>>) {
+    /// workers are notified. A placement whose worker left the context
+    /// meanwhile is placed again on the remaining ones.
+    pub fn commit(&mut self, placements: Vec<Reserved<T>>, book: &ModelBook) {
         for r in placements {
-            match self.queues.get_mut(r.worker) {
-                Some(q) => q.insert(r.item),
-                None => self.unplaced.push(r.item),
+            let Some(q) = self.queues.get_mut(r.worker) else {
+                self.unplaced.push(r.item);
+                continue;
+            };
+            q.reserved_s = (q.reserved_s - r.item.est_s).max(0.0);
+            if self.workers.contains(&r.worker) {
+                q.push(r.item);
+                self.notify.push(r.worker);
+            } else {
+                let capable = self.capable(&r.item.task);
+                let was = self.in_push;
+                self.in_push = false;
+                if let Some(w) = self.place(book, r.item, &capable) {
+                    self.notify.push(w);
+                }
+                self.in_push = was;
             }
-            self.notify.push(r.worker);
         }
+    }
+
+    /// [`Scheduler::commit`], returning the idle workers to wake.
+    pub fn commit_waking(
+        &mut self,
+        placements: Vec<Reserved<T>>,
+        book: &ModelBook,
+        sleepers: &Sleepers,
+    ) -> Vec<usize> {
+        self.commit(placements, book);
+        sleepers.wake_list(self.take_notified())
     }
 
     /// Queues what a previous push held back and the caller did not take
     /// (a caller that does not prefetch loses nothing).
-    fn commit_leftovers(&mut self) {
+    fn commit_leftovers(&mut self, book: &ModelBook) {
         if !self.reserved.is_empty() {
             let left = std::mem::take(&mut self.reserved);
-            self.commit(left);
+            self.commit(left, book);
         }
     }
 
     /// The epochs' balancer.
     pub fn spec(&self) -> &BalancerSpec {
         &self.spec
+    }
+
+    /// When `worker` is expected to be done with what it runs, what is
+    /// queued for it and what a push reserved on it (seconds, from `now`
+    /// on: never before `now`).
+    pub fn expected_end_s(&self, worker: usize, now: f64) -> f64 {
+        now + self
+            .queues
+            .get(worker)
+            .map_or(0.0, |q| q.running_left(now) + q.reserved_s + q.backlog_s)
     }
 
     /// Tasks held (queued, staged or in epochs).
@@ -444,7 +525,7 @@ impl<T: SchedTask> Scheduler<T> {
     /// (placed on the remaining workers); every remaining worker is
     /// notified (it may steal what the removed ones left queued).
     pub fn remove_workers(&mut self, workers: &[usize], book: &ModelBook) {
-        self.commit_leftovers();
+        self.commit_leftovers(book);
         log::debug!(
             "{}: workers {workers:?} removed ({} held)",
             self.spec.label(),
@@ -472,7 +553,11 @@ impl<T: SchedTask> Scheduler<T> {
             .map(|&w| {
                 let q = self.queues.get(w);
                 Candidate {
-                    backlog_s: q.map_or(0.0, |q| q.backlog_ahead_of(item.priority)),
+                    // As dmda's expected start: what the worker runs, then
+                    // what is queued ahead of this task.
+                    backlog_s: q.map_or(0.0, |q| {
+                        q.running_left(self.now) + q.backlog_ahead_of(item.priority)
+                    }),
                     queued: q.map_or(0, |q| q.items.len()),
                     // Compute from the fitted model plus the predicted
                     // transfer to the worker's memory.
@@ -490,7 +575,7 @@ impl<T: SchedTask> Scheduler<T> {
             .unwrap_or(0.0);
         match chosen.and_then(|w| self.queues.get_mut(w).map(|q| (w, q))) {
             Some((worker, q)) if self.in_push => {
-                q.backlog_s += item.est_s;
+                q.reserved_s += item.est_s;
                 self.reserved.push(Reserved { worker, item });
             }
             Some((_, q)) => q.push(item),
@@ -821,10 +906,14 @@ impl<T: SchedTask> Scheduler<T> {
 
     /// Worker `worker` asks for a task at `now`.
     pub fn pop(&mut self, worker: usize, now: f64, book: &ModelBook) -> Pop<T> {
-        self.commit_leftovers();
+        self.now = now;
+        self.commit_leftovers(book);
         match self.take(worker, now, book) {
             Some(Pop::Task(t)) => {
                 self.total = self.total.saturating_sub(1);
+                if let Some(q) = self.queues.get_mut(worker) {
+                    q.started(now, t.est_s);
+                }
                 Pop::Task(t)
             }
             Some(other) => other,
@@ -850,16 +939,29 @@ impl<T: SchedTask> Scheduler<T> {
 
     /// Hands back a consult without asking again (a caller that bounds
     /// its work per pop); the PUs that got blocks are notified.
+    ///
+    /// Every worker of the epoch is notified, not only those that got a
+    /// block: a worker that asked while the consult was out found nothing
+    /// and may sleep, though the balancer would now answer it.
     pub fn hand_back(&mut self, consult: EpochConsult, now: f64, book: &ModelBook) {
+        self.now = now;
         if let Some(r) = self
             .epochs
             .iter_mut()
             .find(|r| r.epoch.id() == consult.epoch)
         {
-            let got = r.epoch.checkin(consult.consult, now);
-            self.notify.extend(got);
+            r.epoch.checkin(consult.consult, now);
+            self.notify.extend(r.epoch.workers());
         }
         self.settle_epochs(book);
+    }
+
+    /// One of `worker`'s tasks (any task it popped) finished at `now`: its
+    /// expected end no longer counts it.
+    pub fn task_finished(&mut self, worker: usize, now: f64) {
+        if let Some(q) = self.queues.get_mut(worker) {
+            q.finished(now);
+        }
     }
 
     /// [`Scheduler::pop`] that runs consults at once (single-threaded
@@ -880,21 +982,19 @@ impl<T: SchedTask> Scheduler<T> {
         None
     }
 
-    /// A task became ready at `now`; `is_idle` tells which workers sleep.
-    /// Returns the idle workers to wake (the chosen worker if idle, else one
-    /// idle worker able to run it; the idle workers of an epoch formed).
-    pub fn push(
-        &mut self,
-        task: T,
-        now: f64,
-        book: &ModelBook,
-        is_idle: &dyn Fn(usize) -> bool,
-    ) -> Vec<usize> {
-        self.commit_leftovers();
+    /// A task became ready at `now`. Returns the idle workers to wake,
+    /// their flags cleared in `sleepers` (the chosen worker if idle, else
+    /// one idle worker able to run it; the idle workers of an epoch formed;
+    /// every worker notified meanwhile).
+    pub fn push(&mut self, task: T, now: f64, book: &ModelBook, sleepers: &Sleepers) -> Vec<usize> {
+        self.now = now;
+        self.commit_leftovers(book);
         self.in_push = self.reserving;
-        let wake = self.push_placing(task, now, book, is_idle);
+        let is_idle = |w: usize| sleepers.is_idle(w);
+        let mut wake = self.push_placing(task, now, book, &is_idle);
         self.in_push = false;
-        wake
+        wake.extend(self.take_notified());
+        sleepers.wake_list(wake)
     }
 
     fn push_placing(
@@ -1003,9 +1103,9 @@ impl<T: SchedTask> Scheduler<T> {
 
     /// Takes every task held (at deinit; normally none).
     pub fn drain(&mut self) -> Vec<T> {
-        self.commit_leftovers();
+        let leftovers = std::mem::take(&mut self.reserved);
+        let mut out: Vec<T> = leftovers.into_iter().map(|r| r.item.task).collect();
         self.total = 0;
-        let mut out: Vec<T> = Vec::new();
         for r in self.epochs.drain(..) {
             let mut epoch = r.epoch;
             let items = epoch.dissolve();
@@ -1021,6 +1121,7 @@ impl<T: SchedTask> Scheduler<T> {
             .chain(std::iter::once(&mut self.unplaced))
         {
             q.backlog_s = 0.0;
+            q.reserved_s = 0.0;
             out.extend(q.items.drain(..).map(|q| q.task));
         }
         out

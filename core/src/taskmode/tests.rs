@@ -49,7 +49,10 @@ fn sched(name: &str, workers: usize) -> Scheduler<Fake> {
     s
 }
 
-const NEVER_IDLE: &dyn Fn(usize) -> bool = &|_| false;
+/// No worker is ever marked idle (polling drivers, nobody fell idle).
+fn never_idle() -> Sleepers {
+    Sleepers::new(8, false)
+}
 
 /// Runs everything pushed so far: worker `w` takes `secs[w]` seconds per
 /// task, one at a time; an idle worker asks at every event. Returns the
@@ -107,7 +110,7 @@ fn fallback_queues_are_ordered_by_priority_fifo_within_one() {
             priority,
             ..task(id, 0)
         };
-        s.push(t, 0.0, &book, NEVER_IDLE);
+        s.push(t, 0.0, &book, &never_idle());
     }
     assert_eq!(drain_on(&mut s, &mut book, 0, 0.01), vec![3, 1, 4, 0, 2]);
 }
@@ -116,8 +119,8 @@ fn fallback_queues_are_ordered_by_priority_fifo_within_one() {
 fn tasks_without_a_codelet_go_round_robin_to_untrained_workers() {
     let mut s = sched("plb-hac", 2);
     let book = ModelBook::default();
-    s.push(task(0, 0), 0.0, &book, NEVER_IDLE);
-    s.push(task(1, 0), 0.0, &book, NEVER_IDLE);
+    s.push(task(0, 0), 0.0, &book, &never_idle());
+    s.push(task(1, 0), 0.0, &book, &never_idle());
     // Untrained workers are fed first, shortest queue, ties by rotation.
     let a = s.pop_now(0, 0.0, &book).expect("worker 0's task");
     let b = s.pop_now(1, 0.0, &book).expect("worker 1's task");
@@ -136,7 +139,7 @@ fn a_batch_forms_an_epoch_split_by_the_balancer() {
     let mut s = sched("static:speeds=1/3", 2);
     let mut book = ModelBook::default();
     for i in 0..16 {
-        s.push(task(i, 7), 0.0, &book, NEVER_IDLE);
+        s.push(task(i, 7), 0.0, &book, &never_idle());
     }
     // Not yet an epoch: the batch is staged.
     assert_eq!(s.counters().epochs, 0);
@@ -158,16 +161,16 @@ fn every_registered_balancer_runs_every_task_exactly_once() {
             let mut n = 0;
             for c in [3, 4] {
                 for _ in 0..40 {
-                    s.push(task(n, c), 0.0, &book, NEVER_IDLE);
+                    s.push(task(n, c), 0.0, &book, &never_idle());
                     n += 1;
                 }
             }
-            s.push(task(n, 0), 0.0, &book, NEVER_IDLE);
+            s.push(task(n, 0), 0.0, &book, &never_idle());
             n += 1;
             for _ in 0..3 {
                 let mut t = task(n, 9);
                 t.mask = 0b10;
-                s.push(t, 0.0, &book, NEVER_IDLE);
+                s.push(t, 0.0, &book, &never_idle());
                 n += 1;
             }
             let ran = run(&mut s, &mut book, &secs);
@@ -187,7 +190,7 @@ fn a_faster_worker_gets_more_of_an_epoch_under_plb_hac() {
     let mut s = sched("plb-hac", 2);
     let mut book = ModelBook::default();
     for i in 0..2000 {
-        s.push(task(i, 5), 0.0, &book, NEVER_IDLE);
+        s.push(task(i, 5), 0.0, &book, &never_idle());
     }
     let ran = run(&mut s, &mut book, &[0.001, 0.003]);
     assert_exactly_once(&ran, 2000);
@@ -204,7 +207,7 @@ fn the_balancer_runs_outside_the_callers_critical_section() {
     let mut s = sched("plb-hac", 2);
     let book = ModelBook::default();
     for i in 0..64 {
-        s.push(task(i, 5), 0.0, &book, NEVER_IDLE);
+        s.push(task(i, 5), 0.0, &book, &never_idle());
     }
     // Worker 0's pop forms the epoch and hands out a consult to run.
     let Pop::Consult(mut c) = s.pop(0, 0.0, &book) else {
@@ -228,7 +231,7 @@ fn removing_a_worker_dissolves_its_epochs_onto_the_others() {
     let mut s = sched("hdss", 3);
     let mut book = ModelBook::default();
     for i in 0..60 {
-        s.push(task(i, 2), 0.0, &book, NEVER_IDLE);
+        s.push(task(i, 2), 0.0, &book, &never_idle());
     }
     let first = s.pop_now(0, 0.0, &book).expect("a task");
     s.remove_workers(&[2], &book);
@@ -242,13 +245,17 @@ fn removing_a_worker_dissolves_its_epochs_onto_the_others() {
 fn push_wakes_one_idle_capable_worker() {
     let mut s = sched("acosta", 3);
     let book = ModelBook::default();
-    let idle = |w: usize| w != 0;
+    let sleepers = Sleepers::new(8, false);
+    sleepers.fell_idle(1, true);
+    sleepers.fell_idle(2, true);
     // No codelet: placed round-robin (worker 0 first), which is busy, so
-    // one idle capable worker is woken instead.
-    assert_eq!(s.push(task(0, 0), 0.0, &book, &idle), vec![1]);
+    // one idle capable worker is woken instead (and no longer idle).
+    assert_eq!(s.push(task(0, 0), 0.0, &book, &sleepers), vec![1]);
+    assert!(!sleepers.is_idle(1) && sleepers.is_idle(2));
     let mut only_2 = task(1, 0);
     only_2.mask = 0b100;
-    assert_eq!(s.push(only_2, 0.0, &book, &idle), vec![2]);
+    assert_eq!(s.push(only_2, 0.0, &book, &sleepers), vec![2]);
+    assert!(!sleepers.is_idle(2));
 }
 
 #[test]
@@ -257,9 +264,9 @@ fn tasks_nobody_can_run_are_kept_and_drained() {
     let book = ModelBook::default();
     let mut t = task(0, 0);
     t.mask = 0b1000;
-    s.push(t.clone(), 0.0, &book, NEVER_IDLE);
+    s.push(t.clone(), 0.0, &book, &never_idle());
     for i in 1..20 {
-        s.push(task(i, 4), 0.0, &book, NEVER_IDLE);
+        s.push(task(i, 4), 0.0, &book, &never_idle());
     }
     assert!(s.pop_now(0, 0.0, &book).is_some());
     let left = s.drain();
@@ -304,7 +311,7 @@ fn the_remaining_worker_runs_what_a_removed_one_left() {
             let mut s = sched(name, 2);
             let mut book = ModelBook::default();
             for i in 0..32 {
-                s.push(task(i, 5), 0.0, &book, NEVER_IDLE);
+                s.push(task(i, 5), 0.0, &book, &never_idle());
             }
             let mut ran = Vec::new();
             if let Some(w) = popped_before {
@@ -333,7 +340,7 @@ fn an_idle_worker_steals_only_what_it_would_finish_first() {
     }
     let mut s = sched("plb-hac", 2);
     for i in 0..3 {
-        s.push(task(i, 3), 0.0, &book, NEVER_IDLE);
+        s.push(task(i, 3), 0.0, &book, &never_idle());
     }
     // The small batch is placed on the fast worker (finishes 1, 2, 3 ms
     // against 30 ms); the slow one, idle, finds nothing worth taking.
@@ -359,23 +366,23 @@ fn reserved_placements_book_the_backlog_and_queue_on_commit() {
     let mut s = sched("plb-hac", 2);
     s.set_reserving(true);
     // No codelet: placed at push by the fallback rule.
-    s.push(task(0, 0), 0.0, &book, NEVER_IDLE);
+    s.push(task(0, 0), 0.0, &book, &never_idle());
     let first = s.take_reserved();
     assert_eq!(first.len(), 1);
     assert_eq!((first[0].worker(), first[0].task().id), (0, 0));
     assert_eq!(s.held(), 1, "a reserved task is still held");
     // Worker 0's booked 1 s makes worker 1 (1.5 s) finish the next one first.
-    s.push(task(1, 0), 0.0, &book, NEVER_IDLE);
+    s.push(task(1, 0), 0.0, &book, &never_idle());
     let second = s.take_reserved();
     assert_eq!(second[0].worker(), 1);
     // Not poppable before its commit.
     assert!(s.pop_now(1, 0.0, &book).is_none());
-    s.commit(second);
+    s.commit(second, &book);
     assert_eq!(s.take_notified(), vec![1]);
     assert_eq!(s.pop_now(1, 0.0, &book).map(|t| t.task.id), Some(1));
-    s.commit(first);
+    s.commit(first, &book);
     // A push whose reservation the caller leaves is queued by the next pop.
-    s.push(task(2, 0), 0.0, &book, NEVER_IDLE);
+    s.push(task(2, 0), 0.0, &book, &never_idle());
     let mut ran: Vec<usize> = std::iter::from_fn(|| s.pop_now(0, 0.0, &book))
         .map(|t| t.task.id)
         .collect();
@@ -390,7 +397,7 @@ fn reserved_placements_book_the_backlog_and_queue_on_commit() {
 fn pushes_queue_at_once_unless_reserving() {
     let book = ModelBook::default();
     let mut s = sched("plb-hac", 1);
-    s.push(task(0, 0), 0.0, &book, NEVER_IDLE);
+    s.push(task(0, 0), 0.0, &book, &never_idle());
     assert!(s.take_reserved().is_empty());
     assert_eq!(s.pop_now(0, 0.0, &book).map(|t| t.task.id), Some(0));
 }
@@ -412,7 +419,7 @@ fn placement_counts_only_the_backlog_ahead_of_the_tasks_priority() {
             mask: 0b01,
             ..task(i, 0)
         };
-        s.push(low, 0.0, &book, NEVER_IDLE);
+        s.push(low, 0.0, &book, &never_idle());
     }
     // The urgent task finishes at 1 s on worker 0 (ahead of the queue)
     // against 3 s on worker 1; counting the whole backlog would say 5 s.
@@ -420,7 +427,7 @@ fn placement_counts_only_the_backlog_ahead_of_the_tasks_priority() {
         priority: 5,
         ..task(9, 0)
     };
-    s.push(urgent, 0.0, &book, NEVER_IDLE);
+    s.push(urgent, 0.0, &book, &never_idle());
     assert!(s.pop_now(1, 0.0, &book).is_none(), "nothing for worker 1");
     let first = s.pop_now(0, 0.0, &book).expect("a task");
     assert_eq!(first.task.id, 9);

@@ -1,0 +1,142 @@
+//! A worker's pop as the StarPU adapter and the interleaving tests run it:
+//! a sequence of locked steps ([`Scheduler::pop_step`]) with the balancer
+//! consults run between them, without the lock. Every decision of the pop
+//! — which task, whether the worker falls idle, whom to wake — is made
+//! here, under the caller's lock, following [`crate::sleepers`]' rules; the
+//! caller only locks, runs consults and wakes.
+//!
+//! ```text
+//! let mut round = PopRound::default();
+//! let mut back = None;
+//! loop {
+//!     lock;  let step = sched.pop_step(w, now, book, sleepers, &mut round, back.take());  unlock;
+//!     match step {
+//!         PopStep::Consult(mut c) => { c.run(); back = Some(c); }
+//!         PopStep::Task(t, wake) => { wake(wake); return Some(t) }
+//!         PopStep::Empty(wake) => { wake(wake); return None }
+//!     }
+//! }
+//! ```
+
+use super::epoch::Ticket;
+use super::placement::{ModelBook, RefitJob};
+use super::{EpochConsult, Pop, SchedTask, Scheduler, Taken};
+use crate::sleepers::Sleepers;
+
+/// Balancer consults one pop runs before it stops; the worker then pops
+/// again at once (it names itself in its wake list), so the bound only
+/// splits a long run of consults, never leaves work behind.
+pub const CONSULTS_PER_POP: usize = 8;
+
+/// What one pop has done so far (consults run).
+#[derive(Debug, Default)]
+pub struct PopRound {
+    consults: usize,
+}
+
+/// The outcome of one locked step of a pop.
+pub enum PopStep<T> {
+    /// The worker's task; wake these workers after unlocking.
+    Task(Taken<T>, Vec<usize>),
+    /// Run this consult without the lock, then step again with it.
+    Consult(EpochConsult),
+    /// No task; wake these workers after unlocking. It may name the asking
+    /// worker itself: it must pop again rather than sleep.
+    Empty(Vec<usize>),
+}
+
+/// What a worker's post-execution hook saw of one of its tasks; handed to
+/// the scheduler at the worker's next pop ([`Scheduler::deliver`]), which
+/// always follows (a worker pops after every task it ran).
+#[derive(Debug, Clone, Copy)]
+pub struct Finished {
+    /// The epoch's ticket, for a task an epoch handed out.
+    pub ticket: Option<Ticket>,
+    /// The task's codelet key and size.
+    pub codelet: usize,
+    /// Its size in work units.
+    pub units: f64,
+    /// Seconds it ran, when measured.
+    pub seconds: Option<f64>,
+    /// When it ended (seconds, the scheduler's clock).
+    pub end_s: f64,
+}
+
+impl<T: SchedTask> Scheduler<T> {
+    /// Delivers what `worker`'s post-execution hooks saw: the worker's
+    /// expected end, the fallback models (returns the refits that are due,
+    /// to run without the lock and install afterwards) and the epochs
+    /// (which notify their workers when a block completes).
+    pub fn deliver(
+        &mut self,
+        worker: usize,
+        finished: impl IntoIterator<Item = Finished>,
+        book: &mut ModelBook,
+    ) -> Vec<RefitJob> {
+        let mut jobs = Vec::new();
+        for f in finished {
+            self.task_finished(worker, f.end_s);
+            if let Some(s) = f.seconds
+                && let Some(job) = book.record(worker, f.codelet, f.units, s)
+            {
+                jobs.push(job);
+            }
+            if let Some(ticket) = f.ticket {
+                self.task_done(ticket, f.seconds.unwrap_or(0.0), f.end_s, book);
+            }
+        }
+        jobs
+    }
+
+    /// One locked step of `worker`'s pop at `now`: `back` is the consult the
+    /// previous step gave and the caller ran (`None` on the first step).
+    pub fn pop_step(
+        &mut self,
+        worker: usize,
+        now: f64,
+        book: &ModelBook,
+        sleepers: &Sleepers,
+        round: &mut PopRound,
+        back: Option<EpochConsult>,
+    ) -> PopStep<T> {
+        let popped = match back {
+            None => self.pop(worker, now, book),
+            Some(consult) => {
+                round.consults += 1;
+                if round.consults >= CONSULTS_PER_POP {
+                    // Bounded work per pop: hand the consult back, leave
+                    // the worker awake and have it pop again.
+                    self.hand_back(consult, now, book);
+                    let mut wake = sleepers.wake_list(self.take_notified());
+                    if !wake.contains(&worker) {
+                        wake.push(worker);
+                    }
+                    return PopStep::Empty(wake);
+                }
+                self.resume(consult, worker, now, book)
+            }
+        };
+        match popped {
+            Pop::Task(t) => PopStep::Task(t, sleepers.wake_list(self.take_notified())),
+            Pop::Consult(c) => PopStep::Consult(c),
+            Pop::Nothing { idle } => {
+                sleepers.fell_idle(worker, idle);
+                PopStep::Empty(sleepers.wake_list(self.take_notified()))
+            }
+        }
+    }
+
+    /// Workers left; returns the idle workers to wake (the remaining ones
+    /// may take what the leavers held).
+    pub fn remove_workers_waking(
+        &mut self,
+        workers: &[usize],
+        book: &ModelBook,
+        sleepers: &Sleepers,
+    ) -> Vec<usize> {
+        self.remove_workers(workers, book);
+        let mut wake = sleepers.wake_list(self.take_notified());
+        wake.retain(|w| !workers.contains(w));
+        wake
+    }
+}
