@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::fifo::CentralFifo;
 use crate::hold_time::HoldTimer;
-use crate::idle::IdleFlags;
 use crate::starpu::{Popped, SchedCtx, SchedPolicy, Task, WorkerId, drivers_block, relaxed_lock};
+use plb_core::sleepers::Sleepers;
 
 /// State of one scheduling context under the `greedy` policy.
 pub struct CentralQueuePolicy {
@@ -19,7 +19,7 @@ pub struct CentralQueuePolicy {
     queued: AtomicUsize,
     /// Per worker: its last pop found nothing it could run, and no push
     /// since has offered it a task. Lets polling workers skip the lock.
-    idle: IdleFlags,
+    idle: Sleepers,
     /// Time `state` is held.
     held: HoldTimer,
 }
@@ -37,7 +37,7 @@ impl SchedPolicy for CentralQueuePolicy {
                 workers: Vec::new(),
             }),
             queued: AtomicUsize::new(0),
-            idle: IdleFlags::new(WorkerId::max_workers()),
+            idle: Sleepers::new(WorkerId::max_workers(), drivers_block()),
             held: HoldTimer::from_env(),
         }
     }
@@ -47,8 +47,14 @@ impl SchedPolicy for CentralQueuePolicy {
     }
 
     fn add_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) {
-        self.idle
-            .admit(&mut relaxed_lock(&self.state).workers, workers);
+        let mut st = relaxed_lock(&self.state);
+        for &w in workers {
+            if !st.workers.contains(&w) {
+                st.workers.push(w);
+            }
+        }
+        // Joined workers start awake (they pop).
+        self.idle.wake_list(workers.iter().map(|w| w.index()));
     }
 
     /// Nothing to wake: the central FIFO is shared, so a worker leaving
@@ -66,14 +72,12 @@ impl SchedPolicy for CentralQueuePolicy {
         task.announce_pushed();
         // Wake the first idle worker that can run the task; the others keep
         // skipping the lock.
-        let wake = st
-            .workers
-            .iter()
-            .copied()
-            .find(|&w| self.idle.is_idle(w.index()) && task.first_impl_on(w).is_some());
-        if let Some(w) = wake {
-            self.idle.clear(w.index());
-        }
+        let wake = self
+            .idle
+            .wake_one(st.workers.iter().map(|w| w.index()), |w| {
+                task.first_impl_on(WorkerId(w as u32)).is_some()
+            })
+            .map(|w| WorkerId(w as u32));
         st.fifo.push(task);
         self.queued.store(st.fifo.len(), Ordering::Release);
         self.held.stop(t0);
@@ -118,7 +122,7 @@ impl CentralQueuePolicy {
         let taken = st.fifo.take_first(|t| t.first_impl_on(worker));
         self.queued.store(st.fifo.len(), Ordering::Release);
         if taken.is_none() {
-            self.idle.set(worker.index());
+            self.idle.fell_idle(worker.index(), true);
         }
         self.held.stop(t0);
         drop(st);

@@ -412,8 +412,7 @@ impl DagPolicy {
         for d in decisions {
             let w = d.member;
             st.lines.push(w, d.placed, d.est_s);
-            if self.g.idle.is_idle(w) {
-                self.g.idle.clear(w);
+            if self.g.idle.take(w) {
                 wake.push(WorkerId(w as u32));
             }
         }
@@ -518,7 +517,8 @@ impl SchedPolicy for DagPolicy {
             if !st.members.iter().any(|x| x.id == m.id) {
                 st.members.push(m);
             }
-            self.g.idle.clear(m.id.index());
+            // Joined workers start awake (they pop).
+            self.g.idle.take(m.id.index());
         }
         let stranded = std::mem::take(&mut st.stranded);
         st.ready.extend(stranded);
@@ -541,17 +541,13 @@ impl SchedPolicy for DagPolicy {
         }
         self.g.members.store(st.members.len(), Ordering::Release);
         self.g.queued.store(st.held(), Ordering::Release);
-        let wake: Vec<WorkerId> = st
-            .members
-            .iter()
-            .map(|m| m.id)
-            .filter(|w| self.g.idle.is_idle(w.index()))
-            .take(1)
-            .collect();
-        for w in &wake {
-            self.g.idle.clear(w.index());
-        }
-        wake
+        // One idle worker places what the leavers held.
+        self.g
+            .idle
+            .wake_one(st.members.iter().map(|m| m.id.index()), |_| true)
+            .map(|w| WorkerId(w as u32))
+            .into_iter()
+            .collect()
     }
 
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
@@ -564,14 +560,11 @@ impl SchedPolicy for DagPolicy {
         let wake: Option<WorkerId> = if st.activating {
             None
         } else {
-            st.members
-                .iter()
-                .map(|m| m.id)
-                .find(|w| self.g.idle.is_idle(w.index()))
+            self.g
+                .idle
+                .wake_one(st.members.iter().map(|m| m.id.index()), |_| true)
+                .map(|w| WorkerId(w as u32))
         };
-        if let Some(w) = wake {
-            self.g.idle.clear(w.index());
-        }
         self.g.held.stop(t0);
         drop(st);
         wake.into_iter().collect()
@@ -617,17 +610,13 @@ impl SchedPolicy for DagPolicy {
         }
         let task = self.next_for(&mut st, worker, now_s());
         if task.is_none() {
-            self.g.idle.set(w);
+            self.g.idle.fell_idle(w, true);
         }
         if !st.ready.is_empty() && !st.activating {
             // Tasks still waiting: an idle worker places them.
-            if let Some(m) = st
-                .members
-                .iter()
-                .find(|m| m.id != worker && self.g.idle.is_idle(m.id.index()))
-            {
-                self.g.idle.clear(m.id.index());
-                wake.push(m.id);
+            let others = st.members.iter().map(|m| m.id.index());
+            if let Some(m) = self.g.idle.wake_one(others, |m| m != w) {
+                wake.push(WorkerId(m as u32));
             }
         }
         self.g.queued.store(st.held(), Ordering::Release);

@@ -4,7 +4,7 @@
 use std::sync::atomic::AtomicUsize;
 
 use crate::hold_time::{HoldTimer, WorkTimer};
-use crate::idle::IdleFlags;
+use plb_core::sleepers::Sleepers;
 
 /// Lock-free state of one scheduling context's policy.
 #[derive(Debug)]
@@ -16,8 +16,9 @@ pub struct Gauges {
     /// `remove_workers`, see `SchedCtx::membership`).
     pub members: AtomicUsize,
     /// Per worker: its last pop found nothing (it skips the lock until
-    /// notified; with blocking drivers it sleeps until woken).
-    pub idle: IdleFlags,
+    /// notified; with blocking drivers it sleeps until woken): the wake-up
+    /// discipline of `plb_core::sleepers`.
+    pub idle: Sleepers,
     /// Time spent fitting, consulting balancers and placing batches.
     pub work: WorkTimer,
     /// Time the push/pop lock is held.
@@ -30,7 +31,7 @@ impl Gauges {
         Gauges {
             queued: AtomicUsize::new(0),
             members: AtomicUsize::new(0),
-            idle: IdleFlags::new(max_workers),
+            idle: Sleepers::new(max_workers, crate::starpu::drivers_block()),
             work: WorkTimer::default(),
             held: HoldTimer::from_env(),
         }

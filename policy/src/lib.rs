@@ -27,7 +27,6 @@ pub mod emulation_spec;
 pub mod fifo;
 pub mod gauges;
 pub mod hold_time;
-pub mod idle;
 pub mod model_file;
 pub mod starpu;
 pub mod stats;

@@ -7,30 +7,37 @@
 //! # Locks, and no model work under them
 //!
 //! `state` (the scheduler — queues, staging, epochs — and the fallback
-//! placement's models) is what push and pop take, and `post_exec` for an
-//! epoch task; each worker's mailbox (its tasks in flight, its samples not
-//! yet recorded) is taken alone. Under neither is a model fitted or a block size
-//! solved:
+//! placement's models) is what push and pop take; each worker's mailbox
+//! (its tasks in flight, what its post-execution hooks measured) is taken
+//! alone, by that worker's hooks and by its next pop. Under neither is a
+//! model fitted or a block size solved:
 //!
-//! * an epoch's balancer decision comes out of the scheduler as a consult,
-//!   which `pop` runs after releasing both locks and hands back;
-//! * completions are only recorded (`post_exec`); the balancer sees them at
-//!   its next consult;
-//! * refits of the fallback models are jobs, run by `post_exec` without any
-//!   lock and installed under `state` afterwards.
+//! * a pop is a sequence of locked steps ([`Scheduler::pop_step`]); an
+//!   epoch's balancer decision comes out as a consult, which `pop` runs
+//!   after releasing the lock and hands to its next step;
+//! * `post_exec` only fills the worker's mailbox; the worker's next pop
+//!   delivers it under `state` ([`Scheduler::deliver`]): the balancer sees
+//!   the completions at its next consult;
+//! * refits of the fallback models are jobs, run by that pop after it has
+//!   released `state`, and installed under `state` afterwards.
 //!
-//! No StarPU function that may call back into the policy is called under
-//! any lock (only `starpu_push_task_end`, which StarPU requires under the
-//! queue's lock, and plain queries).
+//! Whom to wake is decided by the scheduler under `state`, following
+//! `plb_core::sleepers`; the adapter wakes them after releasing it. Under
+//! `state` the adapter calls StarPU only through the task's capability
+//! and data queries (`starpu_worker_can_execute_task_first_impl`, the
+//! transfer prediction from StarPU's sampled bus model, the task's
+//! priority and codelet) and `starpu_push_task_end`; nothing that can call
+//! back into the policy.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use plb_core::balance::registry::BalancerSpec;
 use plb_core::fit::FitConfig;
-use plb_core::taskmode::epoch::Ticket;
 use plb_core::taskmode::placement::{ModelBook, RefitJob};
-use plb_core::taskmode::{Pop, SchedTask, Scheduler, Taken, TaskModeCounters};
+use plb_core::taskmode::{
+    EpochConsult, Finished, PopRound, PopStep, SchedTask, Scheduler, Taken, TaskModeCounters,
+};
 
 use crate::catalog::PolicyInfo;
 use crate::gauges::Gauges;
@@ -46,12 +53,9 @@ use crate::stats::ModelFigures;
 /// otherwise accumulate; a pipelined accelerator holds a few at most).
 const INFLIGHT_PER_WORKER: usize = 64;
 
-/// Samples a worker buffers before they are recorded (at its next pop, or
-/// at the next report of an epoch task).
+/// Measurements a worker buffers before its next pop delivers them
+/// (beyond, those without an epoch ticket are dropped).
 const SAMPLES_PER_WORKER: usize = 256;
-
-/// Consults of a balancer one pop may run before giving up for this call.
-const CONSULTS_PER_POP: usize = 8;
 
 impl SchedTask for Task {
     fn codelet(&self) -> usize {
@@ -107,10 +111,7 @@ pub fn task_mode_counters() -> TaskModeCounters {
 #[derive(Default)]
 struct Mailbox {
     inflight: Vec<Inflight>,
-    /// (codelet, units, seconds) measured, for the fallback models.
-    samples: Vec<(usize, f64, f64)>,
-    /// Epoch tasks done: (ticket, seconds, end in seconds).
-    reports: Vec<(Ticket, f64, f64)>,
+    finished: Vec<Finished>,
 }
 
 /// A flag on a cache line of its own (each worker writes its own; the
@@ -137,7 +138,7 @@ struct Inflight {
     codelet: usize,
     units: f64,
     est_s: f64,
-    ticket: Option<Ticket>,
+    ticket: Option<plb_core::taskmode::epoch::Ticket>,
 }
 
 /// State of one scheduling context under a task-mode policy.
@@ -192,20 +193,6 @@ impl TaskModePolicy {
         }
     }
 
-    /// Clears the idle flags of the workers the scheduler notified (they
-    /// look again at their next poll) and returns those that were idle: with
-    /// blocking drivers they sleep until woken.
-    fn notify(&self, st: &mut Scheduler<Task>) -> Vec<WorkerId> {
-        let mut wake = Vec::new();
-        for w in st.take_notified() {
-            if self.g.idle.is_idle(w) {
-                wake.push(WorkerId(w as u32));
-            }
-            self.g.idle.clear(w);
-        }
-        wake
-    }
-
     /// Adds the scheduler's new counts to the process-wide ones.
     fn publish(st: &mut State) {
         let now = counters_array(&st.sched.counters());
@@ -219,8 +206,7 @@ impl TaskModePolicy {
     }
 
     /// Delivers `worker`'s mailbox (under the state lock the caller
-    /// holds): samples to the fallback models, epoch reports to their
-    /// epochs; returns the refits that are due, with the fitting
+    /// holds); returns the refits that are due, with the fitting
     /// configuration, to run after the lock is released.
     fn deliver(&self, st: &mut State, worker: usize) -> Vec<(RefitJob, FitConfig)> {
         let (Some(mb), Some(flag)) = (
@@ -232,24 +218,11 @@ impl TaskModePolicy {
         if !flag.swap(false, Ordering::AcqRel) {
             return Vec::new();
         }
-        let (samples, reports) = {
-            let mut m = relaxed_lock(mb);
-            (
-                std::mem::take(&mut m.samples),
-                std::mem::take(&mut m.reports),
-            )
-        };
+        let finished = std::mem::take(&mut relaxed_lock(mb).finished);
         let State { sched, book, .. } = st;
-        let mut jobs = Vec::new();
-        for (codelet, units, secs) in samples {
-            if let Some(job) = book.record(worker, codelet, units, secs) {
-                jobs.push((job, book.fit_config().clone()));
-            }
-        }
-        for (ticket, secs, end_s) in reports {
-            sched.task_done(ticket, secs, end_s, book);
-        }
-        jobs
+        let jobs = sched.deliver(worker, finished, book);
+        let cfg = book.fit_config();
+        jobs.into_iter().map(|j| (j, cfg.clone())).collect()
     }
 
     /// Runs refit jobs (no lock held) and installs their results.
@@ -267,58 +240,48 @@ impl TaskModePolicy {
         }
     }
 
-    /// Pops under the locks, running the balancer consults it hands out
-    /// without them.
+    /// Pops: the scheduler's locked steps, with the balancer consults they
+    /// hand out run between them without the lock. Returns the task and
+    /// the workers to wake (decided by the scheduler).
     fn take(&self, worker: WorkerId) -> (Option<Taken<Task>>, Vec<WorkerId>) {
         let w = worker.index();
-        let mut st = relaxed_lock(&self.state);
-        let mut t0 = self.g.held.start();
-        let mut jobs = self.deliver(&mut st, w);
-        jobs.append(&mut st.seeded);
-        let mut popped = {
-            let State { sched, book, .. } = &mut *st;
-            sched.pop(w, now_s(), book)
-        };
-        let mut consults = 0;
-        let taken = loop {
-            match popped {
-                Pop::Task(t) => break Some(t),
-                Pop::Nothing { idle } => {
-                    // Nothing now: skip the lock until a push, an epoch's
-                    // progress or a block handed out notifies this worker
-                    // (and wakes it). With polling drivers a worker an
-                    // epoch may still serve keeps polling instead.
-                    if idle || drivers_block() {
-                        self.g.idle.set(w);
-                    }
-                    break None;
+        let mut round = PopRound::default();
+        let mut back: Option<EpochConsult> = None;
+        let mut jobs = Vec::new();
+        let (taken, wake) = loop {
+            let mut st = relaxed_lock(&self.state);
+            let t0 = self.g.held.start();
+            if back.is_none() {
+                jobs = self.deliver(&mut st, w);
+                jobs.append(&mut st.seeded);
+            }
+            let step = {
+                let State { sched, book, .. } = &mut *st;
+                sched.pop_step(w, now_s(), book, &self.g.idle, &mut round, back.take())
+            };
+            self.g.queued.store(st.sched.held(), Ordering::Release);
+            let done = match step {
+                PopStep::Consult(c) => {
+                    back = Some(c);
+                    None
                 }
-                Pop::Consult(mut c) => {
-                    consults += 1;
-                    self.g.held.stop(t0);
-                    drop(st);
-                    self.g.work.time(|| c.run());
-                    st = relaxed_lock(&self.state);
-                    t0 = self.g.held.start();
-                    let State { sched, book, .. } = &mut *st;
-                    if consults >= CONSULTS_PER_POP {
-                        // Bounded work per pop: hand the consult back and
-                        // let the next pop continue.
-                        sched.hand_back(c, now_s(), book);
-                        break None;
-                    }
-                    popped = sched.resume(c, w, now_s(), book);
+                PopStep::Task(t, wake) => {
+                    Self::publish(&mut st);
+                    Some((Some(t), wake))
                 }
+                PopStep::Empty(wake) => Some((None, wake)),
+            };
+            self.g.held.stop(t0);
+            drop(st);
+            if let Some(done) = done {
+                break done;
+            }
+            if let Some(c) = back.as_mut() {
+                self.g.work.time(|| c.run());
             }
         };
-        let wake = self.notify(&mut st.sched);
-        self.g.queued.store(st.sched.held(), Ordering::Release);
-        if taken.is_some() {
-            Self::publish(&mut st);
-        }
-        self.g.held.stop(t0);
-        drop(st);
         self.refit(jobs);
+        let wake = wake.into_iter().map(|w| WorkerId(w as u32)).collect();
         (taken, wake)
     }
 }
@@ -384,24 +347,21 @@ impl SchedPolicy for TaskModePolicy {
         self.g
             .members
             .store(st.sched.workers().len(), Ordering::Release);
-        drop(st);
-        for w in workers {
-            self.g.idle.clear(w.index());
-        }
+        // Joined workers start awake (their flags cleared; they pop).
+        self.g.idle.wake_list(workers.iter().map(|w| w.index()));
     }
 
     fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) -> Vec<WorkerId> {
         let ids: Vec<usize> = workers.iter().map(|w| w.index()).collect();
         let mut st = relaxed_lock(&self.state);
         let State { sched, book, .. } = &mut *st;
-        sched.remove_workers(&ids, book);
+        let wake = sched.remove_workers_waking(&ids, book, &self.g.idle);
         self.g
             .members
             .store(st.sched.workers().len(), Ordering::Release);
-        let wake = self.notify(&mut st.sched);
         self.g.queued.store(st.sched.held(), Ordering::Release);
         drop(st);
-        wake
+        wake.into_iter().map(|w| WorkerId(w as u32)).collect()
     }
 
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
@@ -424,9 +384,8 @@ impl SchedPolicy for TaskModePolicy {
                 }
             }
         }
-        let is_idle = |w: usize| self.g.idle.is_idle(w);
         let State { sched, book, .. } = &mut *st;
-        let mut wake = sched.push(task, now, book, &is_idle);
+        let mut wake = sched.push(task, now, book, &self.g.idle);
         let placed = st.sched.take_reserved();
         if !placed.is_empty() {
             // As dmda: the placements are booked; their input is prefetched
@@ -439,13 +398,8 @@ impl SchedPolicy for TaskModePolicy {
             }
             st = relaxed_lock(&self.state);
             t0 = self.g.held.start();
-            st.sched.commit(placed);
-        }
-        wake.extend(self.notify(&mut st.sched).iter().map(|w| w.index()));
-        wake.sort_unstable();
-        wake.dedup();
-        for &w in &wake {
-            self.g.idle.clear(w);
+            let State { sched, book, .. } = &mut *st;
+            wake.extend(sched.commit_waking(placed, book, &self.g.idle));
         }
         self.g.queued.store(st.sched.held(), Ordering::Release);
         self.g.held.stop(t0);
@@ -529,19 +483,18 @@ impl SchedPolicy for TaskModePolicy {
             return Vec::new();
         };
         let e = mbox.inflight.remove(i);
-        let seconds = ran_s.filter(|s| s.is_finite() && *s > 0.0);
-        if let Some(s) = seconds
-            && mbox.samples.len() < SAMPLES_PER_WORKER
-        {
-            mbox.samples.push((e.codelet, e.units, s));
-        }
-        if let Some(ticket) = e.ticket {
-            // The epoch sees it at this worker's next pop (it may complete
-            // a block other workers wait for: that pop takes the lock even
-            // when the worker would otherwise skip it, and wakes them).
-            mbox.reports.push((ticket, seconds.unwrap_or(0.0), end_s));
-        }
-        if !mbox.samples.is_empty() || !mbox.reports.is_empty() {
+        // The scheduler sees it at this worker's next pop (it may complete
+        // an epoch block other workers wait for: that pop takes the lock
+        // even when the worker would otherwise skip it, and wakes them).
+        // Epoch reports are always kept; plain measurements up to a cap.
+        if e.ticket.is_some() || mbox.finished.len() < SAMPLES_PER_WORKER {
+            mbox.finished.push(Finished {
+                ticket: e.ticket,
+                codelet: e.codelet,
+                units: e.units,
+                seconds: ran_s.filter(|s| s.is_finite() && *s > 0.0),
+                end_s,
+            });
             self.pending[worker.index()]
                 .0
                 .store(true, Ordering::Release);
