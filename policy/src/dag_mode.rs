@@ -31,10 +31,15 @@
 //! # Locks
 //!
 //! `state` (ready batch, lines, members) is what push and pop take;
-//! `models` is taken alone, by an activation (predictions only) and by
-//! `post_exec` (recording a sample, installing a refit). No placement,
-//! fit or StarPU call that may call back runs under `state`: only plain
-//! queries (ready data at pop, a task's implementation).
+//! `models` is taken alone: by an activation (seeding a codelet's saved
+//! samples, installing their fits, predictions), by `post_exec` (recording
+//! a sample, installing a refit) and by `add_workers` (installing the
+//! models file, read before the lock). No placement, fit, file I/O or
+//! StarPU call that may call back runs under either lock: under `state`
+//! only plain queries (ready data at pop, a task's implementation). Whom
+//! to wake follows `plb_core::sleepers`: an activation wakes the idle
+//! workers it queued tasks for, a push one idle worker to activate the
+//! batch, all after the lock is released.
 
 use std::collections::{HashSet, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -44,7 +49,8 @@ use std::sync::atomic::Ordering;
 use plb_core::balance::WorkerKind;
 use plb_core::dag::lines::{Lines, Placed};
 use plb_core::dag::{Affinity, DagTask, DagWorker, Method, place};
-use plb_core::taskmode::placement::{Candidate, ModelBook, choose};
+use plb_core::fit::FitConfig;
+use plb_core::taskmode::placement::{Candidate, ModelBook, RefitJob, choose};
 
 use crate::catalog::PolicyInfo;
 use crate::gauges::Gauges;
@@ -194,23 +200,38 @@ impl DagPolicy {
         // Our predictions, and which tasks train a kind that has none (the
         // models lock only).
         let mut train: Vec<Option<usize>> = vec![None; tasks.len()];
-        let costs: Vec<Vec<Option<f64>>> = {
+        // A codelet's first tasks: its saved samples (read from the file
+        // when the workers joined) seed our models, fitted without the
+        // models lock and installed before the predictions below.
+        let workers: Vec<usize> = members.iter().map(|m| m.id.index()).collect();
+        let seeds: Vec<(RefitJob, FitConfig)> = {
             let mut models = relaxed_lock(&self.models);
-            models.persisted.open();
-            let workers: Vec<usize> = members.iter().map(|m| m.id.index()).collect();
+            let Models {
+                book, persisted, ..
+            } = &mut *models;
+            let mut jobs = Vec::new();
             for t in &tasks {
                 let codelet = t.codelet_key();
-                if models.persisted.seen(codelet) {
+                if persisted.seen(codelet) {
                     continue;
                 }
-                for (w, samples) in
-                    models
-                        .persisted
-                        .first_sight(codelet, t.codelet_name(), &workers)
-                {
-                    models.book.seed(w, codelet, &samples);
+                for (w, samples) in persisted.first_sight(codelet, t.codelet_name(), &workers) {
+                    if let Some(job) = book.seed_job(w, codelet, &samples) {
+                        jobs.push((job, book.fit_config().clone()));
+                    }
                 }
             }
+            jobs
+        };
+        if !seeds.is_empty() {
+            let fitted: Vec<_> = seeds.into_iter().map(|(j, cfg)| j.run(&cfg)).collect();
+            let mut models = relaxed_lock(&self.models);
+            for f in fitted {
+                models.book.install(f);
+            }
+        }
+        let costs: Vec<Vec<Option<f64>>> = {
+            let mut models = relaxed_lock(&self.models);
             let Models { book, training, .. } = &mut *models;
             tasks
                 .iter()
@@ -512,6 +533,19 @@ impl SchedPolicy for DagPolicy {
                 node: id.memory_node(),
             })
             .collect();
+        // The models file is read once, at the context's set-up, without any
+        // lock held (never under a push, pop or post_exec).
+        let file = (!relaxed_lock(&self.models).persisted.is_open()).then(|| {
+            let mut file = Persisted::default();
+            file.open();
+            file
+        });
+        if let Some(file) = file {
+            let mut models = relaxed_lock(&self.models);
+            if !models.persisted.is_open() {
+                models.persisted = file;
+            }
+        }
         let mut st = relaxed_lock(&self.state);
         for m in joined {
             if !st.members.iter().any(|x| x.id == m.id) {

@@ -403,8 +403,13 @@ impl DivisibleRun {
         ((self.clock)() - self.start_us).max(0.0) / 1e6
     }
 
+    /// The run's lock, taken as StarPU requires of code that may run on a
+    /// worker (`block_done` is a task callback): relaxed while it waits.
     fn lock(&self) -> Result<MutexGuard<'_, State>, DivisibleError> {
-        self.state.lock().map_err(|_| DivisibleError::Poisoned)
+        if self.state.is_poisoned() {
+            return Err(DivisibleError::Poisoned);
+        }
+        Ok(crate::starpu::relaxed_lock(&self.state))
     }
 
     /// The next block to submit, blocking while every idle PU waits and

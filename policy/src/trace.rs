@@ -20,7 +20,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::Mutex;
 
-use crate::starpu::now_us;
+use crate::starpu::{now_us, relaxed_lock};
 
 /// The environment variable.
 pub const ENV: &str = "PLB_TRACE";
@@ -117,7 +117,10 @@ impl Trace {
     /// Appends one row (dropped beyond [`MAX_ROWS`] or after a write error,
     /// which is reported once).
     pub fn write(&self, row: &Row<'_>) {
-        let mut s = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        // Formatted before the lock; the lock is taken as StarPU requires
+        // of code on a worker (relaxed: workers can still be woken).
+        let line = row.csv();
+        let mut s = relaxed_lock(&self.out);
         if s.failed {
             return;
         }
@@ -125,7 +128,7 @@ impl Trace {
             s.dropped += 1;
             return;
         }
-        if let Err(e) = writeln!(s.writer, "{}", row.csv()) {
+        if let Err(e) = writeln!(s.writer, "{line}") {
             eprintln!("plb: error: writing the {ENV} file failed: {e}; tracing stops");
             s.failed = true;
             return;
@@ -135,7 +138,7 @@ impl Trace {
 
     /// Flushes buffered rows to the file (reporting rows dropped so far).
     pub fn flush(&self) {
-        let mut s = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = relaxed_lock(&self.out);
         if s.dropped > 0 {
             eprintln!(
                 "plb: warning: {ENV}: {} rows beyond the {MAX_ROWS}-row limit were not written",
@@ -153,7 +156,7 @@ impl Trace {
 
     /// Rows written so far.
     pub fn rows(&self) -> u64 {
-        self.out.lock().unwrap_or_else(|e| e.into_inner()).rows
+        relaxed_lock(&self.out).rows
     }
 }
 
