@@ -23,6 +23,20 @@ with_starpu14 native cargo test --release --test compat
 # policy, each run checked (every task executed, as many as under eager).
 echo "test: StarPU-SimGrid ($(starpu14_prefix simgrid))"
 target/release/plb simgrid --quick --out target/simgrid-check
+# StarPU-SimGrid stress (blocking drivers): Cholesky on idgraf with 12 CPU
+# workers and its 8 GPUs under every policy of ours and eager, once per
+# STARPU_SIMGRID_* cost setting so that the workers' interleavings differ;
+# every run checked (every task executed, as many as under eager).
+echo "test: StarPU-SimGrid stress, 12 CPUs + 8 GPUs, four cost settings"
+read -r -a ours <<<"$(target/release/plb policies | awk '{print $1}' | tr '\n' ' ')"
+for cost in "" "+STARPU_SIMGRID_SCHED_COST=1" \
+  "+STARPU_SIMGRID_TASK_SUBMIT_COST=0+STARPU_SIMGRID_TASK_PUSH_COST=0+STARPU_SIMGRID_FETCHING_INPUT_COST=0" \
+  "+STARPU_SIMGRID_TRANSFER_COST=0+STARPU_SIMGRID_CUDA_QUEUE_COST=0"; do
+  list=""
+  for p in "${ours[@]}" eager; do list="$list${list:+,}$p$cost"; done
+  target/release/plb simgrid --machines idgraf:ncpu=12:ncuda=8 --cases cholesky:9600 \
+    --policies "$list" --out target/simgrid-stress
+done
 # The cross-check of our simulator against StarPU-SimGrid (builds its C
 # program; fails if the two makespans differ by more than 25%).
 bash scripts/simgrid.sh --xcheck --out target/simgrid-xcheck

@@ -285,11 +285,35 @@ unsafe extern "C" fn conc_kernel(_buffers: *mut *mut c_void, arg: *mut c_void) {
 #[test]
 fn many_threads_submitting_at_once_run_every_task_exactly_once() {
     for policy in policies() {
-        concurrent(policy, TASKS_PER_SUBMITTER);
+        concurrent("concurrent", cpus_only(policy), TASKS_PER_SUBMITTER);
     }
 }
 
-fn concurrent(policy: &'static str, per_submitter: usize) {
+/// The same on as many CPU workers as the StarPU build allows, up to 10
+/// (oversubscribed on a small machine: workers are descheduled while they
+/// hold or wait for a lock), and on a CPU + PoCL OpenCL mix (the OpenCL
+/// worker cannot run these tasks: it must idle without holding any).
+#[test]
+fn many_workers_and_worker_mixes_run_every_task_exactly_once() {
+    let many = (sys::STARPU_MAXCPUS as i32).min(10);
+    for policy in policies() {
+        let oversubscribed = Setup {
+            ncpus: many,
+            ..cpus_only(policy)
+        };
+        concurrent("concurrent-many", oversubscribed, TASKS_PER_SUBMITTER / 2);
+        let mix = Setup {
+            ncpus: 3,
+            nopencl: 1,
+            opencl_on_cpus: true,
+            policy,
+        };
+        concurrent("concurrent-mix", mix, TASKS_PER_SUBMITTER / 2);
+    }
+}
+
+fn concurrent(scenario: &str, setup: Setup, per_submitter: usize) {
+    let policy = setup.policy;
     let total = SUBMITTERS * per_submitter;
     let seen = CONC_SEEN.get_or_init(|| {
         (0..SUBMITTERS * TASKS_PER_SUBMITTER)
@@ -303,7 +327,7 @@ fn concurrent(policy: &'static str, per_submitter: usize) {
     CONC_WORKERS.reset();
 
     let mut cl = codelet(c"plb_stress_concurrent", Some(conc_kernel), None);
-    let session = start("concurrent", cpus_only(policy));
+    let session = start(scenario, setup);
     let workers = worker_count();
     let cl = ClPtr::of(&mut cl);
     let t0 = Instant::now();
