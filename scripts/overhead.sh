@@ -1,92 +1,128 @@
 #!/usr/bin/env bash
-# Scheduling overhead of every policy (ours, from `plb policies`, and
-# StarPU's eager as the baseline), three figures, real runs, no emulation:
-#  1. tasks_overhead (many empty tasks), 2 CPU workers: median "Per task" µs;
-#  2. the same with 4 CPU workers (oversubscribed on small machines: a lock
-#     contention figure);
-#  3. cholesky_implicit (a task mix with real work: potrf, trsm, syrk, gemm)
-#     on 4 CPU workers: median wall time.
-# Runs are interleaved (each repetition runs every policy once) and each
-# policy's median is given with its ratio to eager's median of the same
-# runs. For our policies, one extra run per figure with PLB_SUMMARY=1
-# measures the time the push/pop lock is held, per task (not in the timed
-# runs: measuring it reads the clock twice per critical section).
-# Usage: bash scripts/overhead.sh [repetitions (default 7)] [tasks (default 20000)]
+# Scheduling overhead of every policy of ours (`plb policies`) against
+# StarPU's eager, lws, dmda and dmdas: real runs on this machine's CPU
+# workers, no emulation, StarPU 1.4.10 (the native prefix of
+# scripts/starpu14.sh, which allows more CPU workers than Debian's 1.3;
+# our library loaded with STARPU_SCHED_LIB). Two figures, each with
+# STARPU_NCPU = 2, 4 and 8 (oversubscribed on a small machine: a
+# lock-contention figure):
+#  1. tasks_overhead -i TASKS (empty tasks): median "Per task" µs
+#     (submission + execution);
+#  2. cholesky_implicit -size S -nblocks 24 (a task graph of 2600 small
+#     tasks of four codelets): median wall time, ms.
+# Every (figure, workers) first runs each policy once, uncounted: StarPU's
+# model-based policies calibrate their history models and ours learn theirs
+# (both kept in one private STARPU_HOME for the whole script). Then the
+# counted repetitions are interleaved (each repetition runs every policy
+# once); each policy's median is given with its min–max and its ratios to
+# eager's and dmda's medians of the same runs. For our policies, one extra
+# run with PLB_SUMMARY=1 gives the time the push/pop lock is held per task
+# (not in the timed runs: measuring it reads the clock twice per critical
+# section). Writes the rows to OUT (default target/overhead.csv).
+# Usage: bash scripts/overhead.sh [repetitions (default 5)] [tasks (default 20000)] [OUT]
 # Prints figures only; it asserts nothing (timings on a shared machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-reps="${1:-7}"
+reps="${1:-5}"
 tasks="${2:-20000}"
-lib="$PWD/target/release/libstarpu_plb.so"
+csv="${3:-target/overhead.csv}"
+case "$reps$tasks" in *[!0-9]*)
+  echo "usage: bash scripts/overhead.sh [repetitions] [tasks] [OUT]" >&2
+  exit 2
+  ;;
+esac
+# shellcheck source=scripts/lib/starpu14.sh
+source scripts/lib/starpu14.sh
+prefix="$(starpu14_prefix native)"
+examples="$prefix/lib/starpu/examples"
+lib="$PWD/target/starpu14-native/release/libstarpu_plb.so"
 plb="$PWD/target/release/plb"
-examples=""
-for d in /usr/lib/*/starpu/examples; do [ -x "$d/tasks_overhead" ] && examples="$d"; done
-[ -n "$examples" ] || { echo "overhead: tasks_overhead not found (install starpu-examples)" >&2; exit 1; }
-[ -f "$lib" ] && [ -x "$plb" ] || { echo "overhead: build first (cargo build --release)" >&2; exit 1; }
+[ -x "$examples/tasks_overhead" ] || { echo "overhead: $examples/tasks_overhead not found (bash scripts/starpu14.sh native)" >&2; exit 1; }
+if [ ! -f "$lib" ] || [ ! -x "$plb" ]; then echo "overhead: build first (bash scripts/setup.sh)" >&2; exit 1; fi
 read -r -a ours <<<"$("$plb" policies | awk '{print $1}' | tr '\n' ' ')"
-policies=(eager "${ours[@]}")
-# Cholesky size: 16x16 tiles of 120 (816 tasks); smaller with few tasks (CI).
-chol_size=1920
-[ "$tasks" -ge 10000 ] || chol_size=960
+starpus=(eager lws dmda dmdas)
+policies=("${starpus[@]}" "${ours[@]}")
+# Cholesky: 24x24 tiles of 40 (2600 tasks); smaller with few tasks (CI).
+chol_size=960
+[ "$tasks" -ge 10000 ] || chol_size=480
 home="$(mktemp -d)"
 out="$(mktemp)"
 trap 'rm -rf "$home" "$out"' EXIT
+
+is_ours() { [[ " ${ours[*]} " == *" $1 "* ]]; }
 
 # run FIGURE POLICY NCPU SUMMARY CMD...: prints the figure's value (µs per
 # task, or ms) and, with SUMMARY=1, the summary's lock_us and tasks.
 run() {
   local fig="$1" p="$2" ncpu="$3" summary="$4"
   shift 4
-  local preload=""
-  [ "$p" = eager ] || preload="$lib"
-  env -u PLB_EMULATE STARPU_HOME="$home" STARPU_SILENT=1 STARPU_NCPU="$ncpu" STARPU_SCHED="$p" \
-    PLB_SUMMARY="$summary" LD_PRELOAD="$preload" "$@" 2>&1 |
+  local schedlib=""
+  is_ours "$p" && schedlib="$lib"
+  env -u PLB_EMULATE -u LD_PRELOAD -u STARPU_SILENT STARPU_HOME="$home" STARPU_NCPU="$ncpu" \
+    STARPU_NOPENCL=0 STARPU_NCUDA=0 STARPU_SCHED="$p" STARPU_SCHED_LIB="$schedlib" \
+    LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    PLB_SUMMARY="$summary" "$@" 2>&1 |
     awk -v fig="$fig" '
-      fig != "chol" && /^Per task:/ {v = $3}
+      fig == "tasks" && /^Per task:/ {v = $3}
       fig == "chol" && $1 ~ /^[0-9]+$/ && NF >= 3 {v = $2}
       /^plb: policy=/ {for (i = 1; i <= NF; i++) {split($i, kv, "="); s[kv[1]] = kv[2]}
                        lock += s["lock_us"]; n += s["tasks"]}
-      END {print v, lock + 0, n + 0}'
+      END {print (v == "" ? "NA" : v), lock + 0, n + 0}'
 }
 
 figure() {
   local fig="$1" ncpu="$2"
   shift 2
+  echo "overhead: $fig, $ncpu CPU workers: calibration and learning runs" >&2
+  for p in "${policies[@]}"; do run "$fig" "$p" "$ncpu" "" "$@" >/dev/null; done
   for ((r = 1; r <= reps; r++)); do
+    echo "overhead: $fig, $ncpu CPU workers: repetition $r/$reps" >&2
     for p in "${policies[@]}"; do
       read -r v _ _ < <(run "$fig" "$p" "$ncpu" "" "$@")
-      [ -n "$v" ] || { echo "overhead: no figure for $p ($fig)" >&2; exit 1; }
-      echo "$fig $p value $v" >>"$out"
+      [ "$v" != NA ] || { echo "overhead: no figure for $p ($fig, $ncpu workers)" >&2; exit 1; }
+      echo "$fig $ncpu $p value $v" >>"$out"
     done
   done
   for p in "${ours[@]}"; do
     read -r _ lock n < <(run "$fig" "$p" "$ncpu" 1 "$@")
-    echo "$fig $p lock $(awk -v l="$lock" -v n="$n" 'BEGIN {print (n > 0 ? l / n : 0)}')" >>"$out"
+    echo "$fig $ncpu $p lock $(awk -v l="$lock" -v n="$n" 'BEGIN {print (n > 0 ? l / n : 0)}')" >>"$out"
   done
 }
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# stats: median min max of the numbers on stdin.
+stats() { sort -g | awk '{a[NR]=$1} END {m = (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2); print m, a[1], a[NR]}'; }
+values() { awk -v f="$1" -v c="$2" -v p="$3" '$1==f && $2==c && $3==p && $4=="value" {print $5}' "$out"; }
 
+mkdir -p "$(dirname "$csv")"
+echo "figure,workers,policy,median,min,max,vs_eager,vs_dmda,lock_us_per_task" >"$csv"
 report() {
-  local fig="$1" title="$2" unit="$3"
+  local fig="$1" ncpu="$2" title="$3" unit="$4" eager dmda
+  read -r eager _ _ < <(values "$fig" "$ncpu" eager | stats)
+  read -r dmda _ _ < <(values "$fig" "$ncpu" dmda | stats)
   echo
-  echo "$title"
-  local base
-  base=$(awk -v f="$fig" '$1==f && $2=="eager" && $3=="value" {print $4}' "$out" | median)
-  printf '%-10s %16s %10s %16s\n' policy "median $unit" "vs eager" "lock µs/task"
+  echo "$title, STARPU_NCPU=$ncpu"
+  printf '%-10s %12s %20s %9s %9s %14s\n' policy "median $unit" "min–max" "vs eager" "vs dmda" "lock µs/task"
   for p in "${policies[@]}"; do
-    local m l
-    m=$(awk -v f="$fig" -v p="$p" '$1==f && $2==p && $3=="value" {print $4}' "$out" | median)
-    l=$(awk -v f="$fig" -v p="$p" '$1==f && $2==p && $3=="lock" {print $4}' "$out")
-    awk -v p="$p" -v m="$m" -v b="$base" -v l="${l:--}" \
-      'BEGIN {printf "%-10s %16.3f %9.2fx %16s\n", p, m, m / b, (l == "-" ? "-" : sprintf("%.3f", l))}'
+    local m lo hi l
+    read -r m lo hi < <(values "$fig" "$ncpu" "$p" | stats)
+    l=$(awk -v f="$fig" -v c="$ncpu" -v p="$p" '$1==f && $2==c && $3==p && $4=="lock" {print $5}' "$out")
+    awk -v p="$p" -v m="$m" -v lo="$lo" -v hi="$hi" -v e="$eager" -v d="$dmda" -v l="${l:--}" \
+      'BEGIN {printf "%-10s %12.3f %9.3f–%-10.3f %8.2fx %8.2fx %14s\n", p, m, lo, hi, m / e, m / d, (l == "-" ? "-" : sprintf("%.3f", l))}'
+    awk -v f="$fig" -v c="$ncpu" -v p="$p" -v m="$m" -v lo="$lo" -v hi="$hi" -v e="$eager" -v d="$dmda" -v l="$l" \
+      'BEGIN {printf "%s,%s,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%s\n", f, c, p, m, lo, hi, m / e, m / d, l}' >>"$csv"
   done
 }
 
-echo "overhead: $reps interleaved repetitions; real runs on this machine ($(nproc) cores), no emulation"
-figure tasks2 2 "$examples/tasks_overhead" -i "$tasks"
-figure tasks4 4 "$examples/tasks_overhead" -i "$tasks"
-figure chol 4 "$examples/cholesky_implicit" -size "$chol_size" -nblocks 16
-report tasks2 "1. tasks_overhead -i $tasks, STARPU_NCPU=2 (empty tasks)" "µs/task"
-report tasks4 "2. tasks_overhead -i $tasks, STARPU_NCPU=4 (empty tasks, lock contention)" "µs/task"
-report chol "3. cholesky_implicit -size $chol_size -nblocks 16, STARPU_NCPU=4 (task mix with real work)" "ms"
+echo "overhead: $reps interleaved repetitions; real runs on this machine ($(nproc) cores), no emulation; StarPU 1.4.10"
+for n in 2 4 8; do
+  figure tasks "$n" "$examples/tasks_overhead" -i "$tasks"
+  figure chol "$n" "$examples/cholesky_implicit" -size "$chol_size" -nblocks 24
+done
+for n in 2 4 8; do
+  report tasks "$n" "1. tasks_overhead -i $tasks (empty tasks)" "µs/task"
+done
+for n in 2 4 8; do
+  report chol "$n" "2. cholesky_implicit -size $chol_size -nblocks 24 (2600 small tasks)" "ms"
+done
+echo
+echo "written: $csv"

@@ -14,10 +14,17 @@
 //!   dual approximation (ρ = 2) places the rest; with communication
 //!   prediction (`dada-cp`) each cost includes the task's transfer time.
 //!
+//! * [`decide`]: one batch's placement from what the runtime says of its
+//!   tasks ([`decide::GraphTask`]) and our models' predictions;
+//! * [`graph`]: the scheduler the adapter locks (ready list, lines,
+//!   members) and a worker's pop as locked steps.
+//!
 //! `docs/balancers.md`, "Task graphs", states what is decided where and
 //! what one activation costs.
 
 pub mod dada;
+pub mod decide;
+pub mod graph;
 pub mod heft;
 pub mod lines;
 

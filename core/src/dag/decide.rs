@@ -1,0 +1,327 @@
+//! Placing one batch of ready tasks (the task-graph policies' activation),
+//! run without the scheduler's lock: what each task needs of the runtime
+//! ([`GraphTask`]: which workers can run it, the transfer to each memory
+//! node, where its written data lives), the predictions of our models
+//! ([`GraphModels`], under the models' own lock), then HEFT or DADA
+//! ([`super::place`]) and the training rule for kinds without a model.
+
+use std::collections::HashSet;
+
+use super::lines::Placed;
+use super::{Affinity, DagTask, DagWorker, Method, place};
+use crate::balance::WorkerKind;
+use crate::taskmode::placement::{Candidate, ModelBook, choose};
+
+/// A task as the task-graph policies see it.
+pub trait GraphTask {
+    /// Identifies the task between its pop and its completion.
+    fn id(&self) -> usize;
+    /// Its codelet key (0: none).
+    fn codelet(&self) -> usize;
+    /// Its size in work units.
+    fn units(&self) -> f64;
+    /// Its priority (higher first).
+    fn priority(&self) -> i32;
+    /// The implementation worker `worker` would run, `None` if it cannot.
+    fn implementation_on(&self, worker: usize) -> Option<u32>;
+    /// Predicted seconds to bring its data to memory node `node`.
+    fn transfer_to_node_s(&self, node: usize) -> Option<f64>;
+    /// Bytes of its written data already valid on each of `nodes`.
+    fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64>;
+    /// Whether all its input is already on memory node `node`.
+    fn input_on_node(&self, node: usize) -> bool;
+}
+
+/// A worker of the context.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Member {
+    /// Its worker id.
+    pub id: usize,
+    /// Its kind.
+    pub kind: WorkerKind,
+    /// Its memory node.
+    pub node: usize,
+}
+
+/// A batch taken out of the ready list, with the workers' state it was
+/// taken with.
+pub struct Batch<T> {
+    /// The tasks.
+    pub tasks: Vec<T>,
+    /// The context's workers.
+    pub members: Vec<Member>,
+    /// Each member's expected end (seconds from now).
+    pub loads: Vec<f64>,
+    /// Each member's queued task count.
+    pub queued: Vec<usize>,
+    /// Each member's queued seconds per priority.
+    pub by_priority: Vec<Vec<(i32, f64)>>,
+    /// Rotation for ties among untrained workers.
+    pub rotate: usize,
+}
+
+/// The runtime's view of one task: the implementation each member would
+/// run (`None`: cannot), the predicted transfer to each member, and its
+/// data affinity.
+pub struct Facts {
+    capable: Vec<Option<u32>>,
+    transfer: Vec<f64>,
+    affinity: Option<Affinity>,
+}
+
+/// One placement decided off the lock.
+pub struct Decision<T> {
+    /// The task with its per-worker predictions (indexed by worker id).
+    pub placed: Placed<T>,
+    /// The worker id whose line it goes to.
+    pub worker: usize,
+    /// Predicted seconds there.
+    pub est_s: f64,
+}
+
+/// A placed batch: its decisions, and the tasks no member can run.
+pub struct Decided<T> {
+    /// The placements.
+    pub decisions: Vec<Decision<T>>,
+    /// Tasks no member of the batch can run.
+    pub stranded: Vec<T>,
+}
+
+impl<T: GraphTask> Batch<T> {
+    /// Asks the runtime about every task (no lock needed: the tasks are the
+    /// batch's alone).
+    pub fn facts(&self) -> Vec<Facts> {
+        let nodes: Vec<usize> = self.members.iter().map(|m| m.node).collect();
+        let mut distinct = nodes.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        self.tasks
+            .iter()
+            .map(|t| {
+                let capable = self
+                    .members
+                    .iter()
+                    .map(|m| t.implementation_on(m.id))
+                    .collect();
+                let per_node: Vec<f64> = distinct
+                    .iter()
+                    .map(|&n| t.transfer_to_node_s(n).unwrap_or(0.0))
+                    .collect();
+                let transfer = nodes
+                    .iter()
+                    .map(|n| per_node[distinct.binary_search(n).unwrap_or(0)])
+                    .collect();
+                let written = t.written_bytes_on(&distinct);
+                let affinity = written
+                    .iter()
+                    .zip(&distinct)
+                    .filter(|(b, _)| **b > 0.0)
+                    .max_by(|a, b| a.0.total_cmp(b.0))
+                    .map(|(&bytes, &node)| Affinity { node, bytes });
+                Facts {
+                    capable,
+                    transfer,
+                    affinity,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Our models for the task-graph policies, and the (kind, codelet) pairs a
+/// training task was sent for.
+#[derive(Debug, Default)]
+pub struct GraphModels {
+    /// The fitted models per (worker, codelet).
+    pub book: ModelBook,
+    training: HashSet<(WorkerKind, usize)>,
+}
+
+/// What the models say of a batch: each task's predicted seconds per
+/// member, and the member that trains a kind with no model yet.
+pub struct Costs {
+    cost: Vec<Vec<Option<f64>>>,
+    train: Vec<Option<usize>>,
+}
+
+impl GraphModels {
+    /// Our prediction of `units` of `codelet` on member `m`: its own model,
+    /// else a worker of the same kind's (one sample is enough: tiles of a
+    /// task graph mostly share one size).
+    pub fn predict(&self, members: &[Member], m: usize, codelet: usize, units: f64) -> Option<f64> {
+        let own = members[m].id;
+        self.book.prediction(own, codelet, units).or_else(|| {
+            members
+                .iter()
+                .filter(|p| p.kind == members[m].kind && p.id != own)
+                .find_map(|p| self.book.prediction(p.id, codelet, units))
+        })
+    }
+
+    /// The predictions for `batch` (cheap: no fit); the first task of a
+    /// kind with no prediction trains it, on that kind's least-loaded
+    /// worker; later ones go where predictions exist until its sample
+    /// arrives.
+    pub fn costs<T: GraphTask>(&mut self, batch: &Batch<T>, facts: &[Facts]) -> Costs {
+        let members = &batch.members;
+        let mut train = vec![None; batch.tasks.len()];
+        let cost = batch
+            .tasks
+            .iter()
+            .zip(facts)
+            .enumerate()
+            .map(|(k, (t, f))| {
+                let (codelet, units) = (t.codelet(), t.units());
+                let cost: Vec<Option<f64>> = (0..members.len())
+                    .map(|m| {
+                        f.capable[m]?;
+                        self.predict(members, m, codelet, units)
+                    })
+                    .collect();
+                let untrained = (0..members.len())
+                    .find(|&m| {
+                        f.capable[m].is_some()
+                            && cost[m].is_none()
+                            && !self.training.contains(&(members[m].kind, codelet))
+                    })
+                    .map(|m| members[m].kind);
+                if let Some(kind) = untrained {
+                    self.training.insert((kind, codelet));
+                    train[k] = (0..members.len())
+                        .filter(|&m| members[m].kind == kind && f.capable[m].is_some())
+                        .min_by(|&a, &b| {
+                            batch.loads[a]
+                                .total_cmp(&batch.loads[b])
+                                .then(batch.queued[a].cmp(&batch.queued[b]))
+                        });
+                }
+                cost
+            })
+            .collect();
+        Costs { cost, train }
+    }
+}
+
+/// Places `batch` by `method` (no lock, no model access): tasks being
+/// trained and tasks with no prediction anywhere by the fallback rule
+/// (earliest predicted finish, round robin among unknowns), the others by
+/// HEFT or DADA. Predictions in the decisions are indexed by worker id.
+pub fn decide<T: GraphTask>(
+    method: Method,
+    batch: Batch<T>,
+    facts: Vec<Facts>,
+    costs: Costs,
+) -> Decided<T> {
+    let Batch {
+        tasks,
+        members,
+        mut loads,
+        mut queued,
+        by_priority,
+        rotate,
+    } = batch;
+    let mut decisions = Vec::with_capacity(tasks.len());
+    let mut stranded = Vec::new();
+    let mut graph_tasks = Vec::new();
+    let mut graph_meta = Vec::new();
+    for (k, ((task, f), cost)) in tasks.into_iter().zip(facts).zip(costs.cost).enumerate() {
+        if f.capable.iter().all(Option::is_none) {
+            stranded.push(task);
+            continue;
+        }
+        let trainee = costs.train[k];
+        let unknown = cost.iter().all(Option::is_none);
+        if trainee.is_some() || unknown {
+            // Training, or no prediction anywhere yet (every kind is being
+            // trained): the fallback queues' rule.
+            let m = trainee.unwrap_or_else(|| {
+                let idx: Vec<usize> = (0..members.len())
+                    .filter(|&m| f.capable[m].is_some())
+                    .collect();
+                let cands: Vec<Candidate> = idx
+                    .iter()
+                    .map(|&m| Candidate {
+                        backlog_s: loads[m],
+                        queued: queued[m],
+                        predicted_s: cost[m],
+                    })
+                    .collect();
+                idx[choose(&cands, rotate + k).unwrap_or(0)]
+            });
+            let est = cost[m].unwrap_or(0.0);
+            loads[m] += est;
+            queued[m] += 1;
+            let prio = task.priority();
+            decisions.push((Placed::new(task, prio, cost, f.transfer), m, est));
+            continue;
+        }
+        graph_tasks.push(DagTask {
+            cost_s: cost,
+            transfer_s: f.transfer,
+            affinity: f.affinity,
+            priority: task.priority(),
+        });
+        graph_meta.push(task);
+    }
+    let workers: Vec<DagWorker> = members
+        .iter()
+        .zip(loads)
+        .zip(by_priority)
+        .map(|((m, load_s), queued_by_priority)| DagWorker {
+            kind: m.kind,
+            node: m.node,
+            load_s,
+            queued_by_priority,
+        })
+        .collect();
+    let at = place(method, &graph_tasks, &workers);
+    for ((task, info), m) in graph_meta.into_iter().zip(graph_tasks).zip(at) {
+        // Every task passed has a capable member with a prediction.
+        let m = if m < members.len() {
+            m
+        } else {
+            (0..members.len())
+                .find(|&x| info.cost_s[x].is_some())
+                .unwrap_or(0)
+        };
+        let est = info.cost_s[m].unwrap_or(0.0);
+        log::trace!(
+            "task {} prio {} -> worker {} (est {est:.4}); costs {:?}; transfers {:?}",
+            task.id(),
+            info.priority,
+            members[m].id,
+            info.cost_s,
+            info.transfer_s
+        );
+        decisions.push((
+            Placed::new(task, info.priority, info.cost_s, info.transfer_s),
+            m,
+            est,
+        ));
+    }
+    // Decisions refer to the batch's members; the lines index workers by
+    // id (the steal rule reads the thief's entries).
+    let width = members.iter().map(|m| m.id + 1).max().unwrap_or(0);
+    let decisions = decisions
+        .into_iter()
+        .map(|(mut placed, m, est_s)| {
+            let mut cost = vec![None; width];
+            let mut transfer = vec![0.0; width];
+            for (i, member) in members.iter().enumerate() {
+                cost[member.id] = placed.cost_s.get(i).copied().flatten();
+                transfer[member.id] = placed.transfer_s.get(i).copied().unwrap_or(0.0);
+            }
+            placed.cost_s = cost;
+            placed.transfer_s = transfer;
+            Decision {
+                placed,
+                worker: members[m].id,
+                est_s,
+            }
+        })
+        .collect();
+    Decided {
+        decisions,
+        stranded,
+    }
+}

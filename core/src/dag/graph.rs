@@ -1,0 +1,272 @@
+//! The task-graph policies' scheduler (`plb-heft`, `dada`, `dada-cp`) over
+//! [`GraphTask`], and a worker's pop as the StarPU adapter and the
+//! interleaving tests run it: locked steps ([`GraphSched::pop_step`]) with
+//! the placement of a batch ([`super::decide`]) between them, without the
+//! lock. Whom to wake follows [`crate::sleepers`].
+//!
+//! * **push**: the task joins the ready list; one idle worker is woken to
+//!   place it, unless a worker is placing a batch (it will look again).
+//! * **pop**: a worker first takes the ready list as a batch (at most
+//!   [`BATCH_MAX`] tasks) if no other worker is placing one, places it
+//!   without the lock and installs it on the workers' lines (waking the
+//!   idle workers that got tasks), up to [`ACTIVATIONS_PER_POP`] times;
+//!   then it takes its line's next task (highest priority first, data
+//!   already on its node first) or steals one it would finish first.
+//! * **completion**: the worker's expected end is corrected.
+
+use std::collections::VecDeque;
+
+use super::decide::{Batch, Decided, GraphTask, Member};
+use super::lines::Lines;
+use crate::sleepers::Sleepers;
+
+/// Most ready tasks one activation places (the rest wait for the next).
+pub const BATCH_MAX: usize = 512;
+
+/// Activations one pop runs back to back while tasks keep arriving.
+pub const ACTIVATIONS_PER_POP: usize = 4;
+
+/// One scheduling context under a task-graph policy.
+pub struct GraphSched<T> {
+    ready: VecDeque<T>,
+    lines: Lines<T>,
+    members: Vec<Member>,
+    /// A worker is placing a batch (taken out of `ready`).
+    activating: bool,
+    /// Tasks no worker of the context can run (offered again when workers
+    /// join).
+    stranded: Vec<T>,
+    rotate: usize,
+}
+
+/// What one pop has done so far.
+#[derive(Debug, Default)]
+pub struct GraphRound {
+    activations: usize,
+    wake: Vec<usize>,
+}
+
+/// The outcome of one locked step of a pop.
+pub enum GraphStep<T> {
+    /// Place this batch without the lock ([`super::decide`]), then step
+    /// again with the result.
+    Place(Batch<T>),
+    /// The worker's task; wake these workers after unlocking.
+    Task(T, Vec<usize>),
+    /// No task; wake these workers after unlocking (possibly the asking
+    /// worker itself: it must pop again rather than sleep).
+    Empty(Vec<usize>),
+}
+
+impl<T: GraphTask> GraphSched<T> {
+    /// A scheduler for worker ids below `max_workers`.
+    pub fn new(max_workers: usize) -> GraphSched<T> {
+        GraphSched {
+            ready: VecDeque::new(),
+            lines: Lines::new(max_workers),
+            members: Vec::new(),
+            activating: false,
+            stranded: Vec::new(),
+            rotate: 0,
+        }
+    }
+
+    /// Tasks held (ready, queued on lines; not the stranded ones).
+    pub fn held(&self) -> usize {
+        self.ready.len() + self.lines.held()
+    }
+
+    /// Tasks no worker of the context can run.
+    pub fn stranded(&self) -> usize {
+        self.stranded.len()
+    }
+
+    /// The context's workers.
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    /// When `worker` is expected to be done with what it runs and what is
+    /// queued on its line (never before `now`).
+    pub fn expected_end_s(&self, worker: usize, now: f64) -> f64 {
+        now + self.lines.load_s(worker, now).max(0.0)
+    }
+
+    /// Workers joined: they start awake; stranded tasks are offered again.
+    pub fn add_workers(&mut self, joined: &[Member], sleepers: &Sleepers) {
+        for m in joined {
+            if !self.members.iter().any(|x| x.id == m.id) {
+                self.members.push(*m);
+            }
+            sleepers.take(m.id);
+        }
+        let stranded = std::mem::take(&mut self.stranded);
+        self.ready.extend(stranded);
+    }
+
+    /// Workers left: their queued tasks go back to the ready list; returns
+    /// one idle worker to wake (it places them).
+    pub fn remove_workers(&mut self, workers: &[usize], sleepers: &Sleepers) -> Vec<usize> {
+        self.members.retain(|m| !workers.contains(&m.id));
+        for &w in workers {
+            let back = self.lines.take_line(w).into_iter().map(|p| p.task);
+            self.ready.extend(back);
+        }
+        if self.ready.is_empty() || self.activating {
+            return Vec::new();
+        }
+        sleepers
+            .wake_one(self.members.iter().map(|m| m.id), |_| true)
+            .into_iter()
+            .collect()
+    }
+
+    /// A task became ready: returns the idle worker to wake (one, to place
+    /// it), unless a worker is placing a batch.
+    pub fn push(&mut self, task: T, sleepers: &Sleepers) -> Vec<usize> {
+        self.ready.push_back(task);
+        if self.activating {
+            return Vec::new();
+        }
+        sleepers
+            .wake_one(self.members.iter().map(|m| m.id), |_| true)
+            .into_iter()
+            .collect()
+    }
+
+    /// Takes a batch to place if one is ready and nobody places one.
+    fn take_batch(&mut self, now: f64) -> Option<Batch<T>> {
+        if self.activating || self.ready.is_empty() || self.members.is_empty() {
+            return None;
+        }
+        self.activating = true;
+        let n = self.ready.len().min(BATCH_MAX);
+        let tasks: Vec<T> = self.ready.drain(..n).collect();
+        self.rotate = self.rotate.wrapping_add(1);
+        let lines = &self.lines;
+        Some(Batch {
+            tasks,
+            loads: self
+                .members
+                .iter()
+                .map(|m| lines.load_s(m.id, now))
+                .collect(),
+            queued: self.members.iter().map(|m| lines.queued(m.id)).collect(),
+            by_priority: self
+                .members
+                .iter()
+                .map(|m| lines.queued_by_priority(m.id))
+                .collect(),
+            members: self.members.clone(),
+            rotate: self.rotate,
+        })
+    }
+
+    /// Queues a placed batch; returns the idle workers that got a task.
+    fn install(&mut self, decided: Decided<T>, sleepers: &Sleepers) -> Vec<usize> {
+        let mut wake = Vec::new();
+        for d in decided.decisions {
+            let w = d.worker;
+            // A worker that left during the placement: back to ready.
+            if !self.members.iter().any(|m| m.id == w) {
+                self.ready.push_back(d.placed.task);
+                continue;
+            }
+            self.lines.push(w, d.placed, d.est_s);
+            if sleepers.take(w) {
+                wake.push(w);
+            }
+        }
+        if !decided.stranded.is_empty() {
+            log::warn!(
+                "{} task(s) no worker of the context can run; held until one joins",
+                decided.stranded.len()
+            );
+            self.stranded.extend(decided.stranded);
+        }
+        self.activating = false;
+        wake
+    }
+
+    /// `worker`'s next task from its line (data on `node` first), or a
+    /// steal; its expected end is updated.
+    fn next_for(&mut self, worker: usize, node: usize, now: f64) -> Option<T> {
+        let p = self
+            .lines
+            .pop(worker, |t: &T| t.input_on_node(node))
+            .or_else(|| self.lines.steal(worker, now))?;
+        // A stolen task runs for the thief's predicted time.
+        let est = p.cost_s.get(worker).copied().flatten().unwrap_or(p.est_s);
+        self.lines.started(worker, p.task.id(), est, now);
+        Some(p.task)
+    }
+
+    /// One locked step of `worker`'s pop at `now` (`node`: its memory
+    /// node); `back` is the batch the previous step gave and the caller
+    /// placed (`None` on the first step). A panic while placing must still
+    /// hand back a (possibly empty) [`Decided`], or no batch would ever be
+    /// placed again.
+    pub fn pop_step(
+        &mut self,
+        worker: usize,
+        node: usize,
+        now: f64,
+        sleepers: &Sleepers,
+        round: &mut GraphRound,
+        back: Option<Decided<T>>,
+    ) -> GraphStep<T> {
+        if let Some(decided) = back {
+            let woken = self.install(decided, sleepers);
+            round.wake.extend(woken);
+        }
+        if round.activations < ACTIVATIONS_PER_POP
+            && let Some(batch) = self.take_batch(now)
+        {
+            round.activations += 1;
+            return GraphStep::Place(batch);
+        }
+        let task = self.next_for(worker, node, now);
+        if task.is_none() {
+            sleepers.fell_idle(worker, true);
+        }
+        let mut wake = std::mem::take(&mut round.wake);
+        let mut again = false;
+        if !self.ready.is_empty() && !self.activating && !self.members.is_empty() {
+            // Tasks still waiting: an idle worker places them; with none
+            // idle and no task for this one, this worker pops again rather
+            // than sleep (rule 3).
+            let others = self.members.iter().map(|m| m.id);
+            match sleepers.wake_one(others, |m| m != worker) {
+                Some(m) => wake.push(m),
+                None if task.is_none() => {
+                    sleepers.take(worker);
+                    again = true;
+                }
+                None => {}
+            }
+        }
+        wake.retain(|&x| x != worker);
+        wake.sort_unstable();
+        wake.dedup();
+        if again {
+            wake.push(worker);
+        }
+        match task {
+            Some(t) => GraphStep::Task(t, wake),
+            None => GraphStep::Empty(wake),
+        }
+    }
+
+    /// `worker` finished the task `id` at `now`.
+    pub fn finished(&mut self, worker: usize, id: usize, now: f64) {
+        self.lines.finished(worker, id, now);
+    }
+
+    /// Takes every task held (at deinit; normally none).
+    pub fn drain(&mut self) -> Vec<T> {
+        let mut out: Vec<T> = self.ready.drain(..).collect();
+        out.extend(self.lines.drain());
+        out.append(&mut self.stranded);
+        out
+    }
+}
