@@ -82,6 +82,11 @@ fn check_nothing_lost(file: &Path) {
     assert_eq!(saved.len(), WRITERS + 1);
 }
 
+/// Created once every writer process is started.
+fn go_file(file: &Path) -> PathBuf {
+    file.with_extension("go")
+}
+
 /// The body of the writer processes; does nothing in a normal test run.
 #[test]
 fn concurrent_writer_process() {
@@ -89,7 +94,16 @@ fn concurrent_writer_process() {
         return;
     };
     let (file, w) = spec.rsplit_once(',').expect("file,writer");
-    write_rounds(Path::new(file), w.parse().expect("writer number"));
+    let file = Path::new(file);
+    // Start together with the other writers: once the go file exists
+    // (a bounded wait; late, the writers merely overlap less).
+    for _ in 0..6000 {
+        if go_file(file).exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    write_rounds(file, w.parse().expect("writer number"));
 }
 
 #[test]
@@ -107,6 +121,7 @@ fn concurrent_processes_lose_nothing() {
                 .expect("start a writer")
         })
         .collect();
+    std::fs::write(go_file(&file), "").unwrap();
     for c in children {
         let o = c.wait_with_output().unwrap();
         assert!(o.status.success(), "a writer failed: {:?}", o.status);
@@ -119,10 +134,14 @@ fn concurrent_processes_lose_nothing() {
 fn concurrent_contexts_lose_nothing() {
     let root = scratch("threads");
     let file = root.join("plb-model-test.models");
+    let start = std::sync::Barrier::new(WRITERS);
     std::thread::scope(|s| {
         for w in 0..WRITERS {
-            let file = &file;
-            s.spawn(move || write_rounds(file, w));
+            let (file, start) = (&file, &start);
+            s.spawn(move || {
+                start.wait();
+                write_rounds(file, w);
+            });
         }
     });
     check_nothing_lost(&file);
@@ -299,6 +318,13 @@ fn models_persist_and_bad_files_are_ignored_with_one_warning() {
     assert_eq!(run("dada-cp", &[]), Vec::<String>::new());
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(samples_in(&text) > first, "{text}");
+    // It added only what it measured: the samples it was seeded with are
+    // not written twice (measured seconds have 16 digits, never equal).
+    let mut lines: Vec<&str> = text.lines().filter(|l| l.starts_with("sample ")).collect();
+    lines.sort_unstable();
+    let n = lines.len();
+    lines.dedup();
+    assert_eq!(lines.len(), n, "a sample saved twice:\n{text}");
     // A torn file: one warning, the run completes, the file is replaced.
     std::fs::write(&file, &text[..text.len() / 2]).unwrap();
     one_warning(&run("dada", &[]), "corrupt");
