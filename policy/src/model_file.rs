@@ -1,28 +1,47 @@
 //! Where task mode's persistent models live and how the file is read and
-//! written (the format is [`plb_core::taskmode::persist`]).
+//! written (the format is [`plb_core::taskmode::persist`], the disk work
+//! [`disk`]).
 //!
 //! * Directory: `$PLB_MODEL_DIR`, else `$STARPU_HOME/.starpu/plb` (StarPU's
 //!   own calibration directory's parent; `STARPU_HOME` defaults to `$HOME`).
 //!   `PLB_MODEL_DIR=off` turns persistence off.
 //! * File: `<host>.models`, the host being `STARPU_HOSTNAME` where set (as
-//!   StarPU names its own calibration files), else the machine's name.
-//! * A file from another host or StarPU version, or a damaged one, is
-//!   ignored with one warning line; a missing one silently. A saved model
-//!   is used only by a worker of the same id and kind.
-//! * Writes go to a temporary file in the same directory, renamed over the
-//!   old one: a run killed mid-write leaves the previous file intact.
+//!   StarPU names its own calibration files), else the machine's name;
+//!   under `PLB_EMULATE`, `<host>.emulated-<hash of its text>.models`, so
+//!   emulated timings never seed a real run (nor another emulation's).
+//! * A file is used only when its identity (host, StarPU version,
+//!   emulation, every worker's kind and StarPU name) is this run's. A
+//!   foreign, damaged or oversized file is ignored with one warning line
+//!   and replaced when the run saves; a path that is not a regular file
+//!   (a named pipe, a directory...) or is unreadable is neither read nor
+//!   replaced: one warning, and persistence is off for the run.
+//! * Saving merges: under an exclusive lock on `<file>.lock` (`flock`,
+//!   bounded wait), the current file is read again, this run's new samples
+//!   are appended to its models (the newest 32 kept), and the result is
+//!   written to a temporary file (pid and counter) renamed over the old
+//!   one. Concurrent processes and contexts add to one another's samples.
 //!
 //! [`Persisted`] is what a policy keeps: it seeds a `ModelBook` at each
-//! codelet's first task and writes the book back when the context ends.
+//! codelet's first task and writes the book's new samples back when the
+//! context ends.
 
-use std::collections::HashMap;
+pub mod disk;
+
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
 
-use plb_core::taskmode::persist::{self, Identity, Saved, SavedModel};
+use plb_core::taskmode::persist::{self, Identity, Saved, Worker};
 use plb_core::taskmode::placement::ModelBook;
+
+use crate::starpu::file_lock::FileLock;
 
 /// The variable that names the directory (or `off`).
 pub const DIR_ENV: &str = "PLB_MODEL_DIR";
+
+/// Longest wait for another writer's lock before a save gives up.
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// The models directory, `None` when persistence is off.
 pub fn dir() -> Option<PathBuf> {
@@ -49,51 +68,145 @@ pub fn host() -> String {
         .replace(['/', '\n', '\r'], "_")
 }
 
-/// The file for `host` in `dir`.
+/// The file of real timings for `host` in `dir`.
 pub fn path(dir: &Path, host: &str) -> PathBuf {
     dir.join(format!("{host}.models"))
 }
 
-/// Reads the file: its samples, or nothing (with one warning line when it
-/// exists but cannot be used).
-pub fn load(path: &Path, id: &Identity) -> Saved {
-    let text = match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Saved::new(),
-        Err(e) => {
-            eprintln!(
-                "plb: warning: models file {} unreadable ({e}); ignored",
-                path.display()
-            );
-            return Saved::new();
-        }
-    };
-    match persist::parse(&text, id) {
-        Ok(saved) => saved,
-        Err(e) => {
-            eprintln!("plb: warning: models file {} ignored: {e}", path.display());
-            Saved::new()
+/// The file for `id` in `dir`: [`path`], or for an emulated run
+/// `<host>.emulated-<16 hex digits>.models`, the digits a hash (FNV-1a) of
+/// the `PLB_EMULATE` text.
+pub fn path_for(dir: &Path, id: &Identity) -> PathBuf {
+    let host = id.host.replace(['/', '\n', '\r'], "_");
+    match &id.emulation {
+        None => path(dir, &host),
+        Some(spec) => {
+            let hash = spec.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            dir.join(format!("{host}.emulated-{hash:016x}.models"))
         }
     }
 }
 
-/// Writes the file atomically (temporary file renamed over it).
-pub fn save(path: &Path, id: &Identity, saved: &Saved) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}",
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("models"),
-        std::process::id()
-    ));
-    let text = persist::render(id, saved);
-    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+/// The lock file of `path`: `<file>.lock` next to it.
+fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    path.with_file_name(name)
+}
+
+/// This run's identity: host, StarPU version, emulation in force and every
+/// StarPU worker (needs StarPU initialised, else no worker is listed).
+pub fn identity() -> Identity {
+    let ids = crate::starpu::all_worker_ids();
+    let kinds = crate::starpu::worker_kinds(&ids);
+    let names = crate::starpu::worker_names(&ids);
+    Identity {
+        host: host(),
+        starpu: crate::starpu::starpu_version(),
+        emulation: crate::starpu::emulation_in_force(),
+        workers: kinds
+            .into_iter()
+            .zip(names)
+            .map(|(kind, name)| Worker { kind, name })
+            .collect(),
     }
-    written
+}
+
+/// Why a file's samples are not used.
+#[derive(Debug)]
+pub enum Unusable {
+    /// Foreign, damaged or oversized: the run saves over it.
+    Ignored(String),
+    /// Not a regular file, or unreadable: neither read nor written.
+    Refused(String),
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unusable::Ignored(m) => write!(f, "ignored: {m}"),
+            Unusable::Refused(m) => write!(f, "refused: {m}; models are not saved this run"),
+        }
+    }
+}
+
+/// What [`read_current`] found.
+enum Current {
+    /// Usable samples (none for a missing file).
+    Saved(Saved),
+    /// Foreign, damaged or oversized: saved over.
+    Replaceable(String),
+}
+
+/// Reads and checks the file at `path` (never blocking, see [`disk::read`]).
+fn read_current(path: &Path, id: &Identity) -> Result<Current, Unusable> {
+    let bytes = match disk::read(path) {
+        Ok(None) => return Ok(Current::Saved(Saved::new())),
+        Ok(Some(b)) => b,
+        Err(e @ disk::ReadError::TooLarge(_)) => return Ok(Current::Replaceable(e.to_string())),
+        Err(e @ (disk::ReadError::NotRegular(_) | disk::ReadError::Io(_))) => {
+            return Err(Unusable::Refused(e.to_string()));
+        }
+    };
+    match persist::parse(&String::from_utf8_lossy(&bytes), id) {
+        Ok(saved) => Ok(Current::Saved(saved)),
+        Err(e) => Ok(Current::Replaceable(e.to_string())),
+    }
+}
+
+/// The samples of the file at `path` for a run of identity `id`; a missing
+/// file holds none.
+pub fn load(path: &Path, id: &Identity) -> Result<Saved, Unusable> {
+    match read_current(path, id)? {
+        Current::Saved(saved) => Ok(saved),
+        Current::Replaceable(why) => Err(Unusable::Ignored(why)),
+    }
+}
+
+/// Adds `new` (samples measured since the file was loaded, per model) to
+/// the file at `path`: under the lock, the current file is read again and
+/// merged with `new` ([`persist::merge`]: the newest 32 per model), then
+/// replaced ([`disk::replace`]); a foreign, damaged or oversized file is
+/// replaced by `new` alone. Nothing is written when `new` is empty, when
+/// the path is not a regular file or unreadable, or when another writer
+/// holds the lock for longer than [`LOCK_WAIT`].
+pub fn save(path: &Path, id: &Identity, new: &Saved) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind};
+    if new.is_empty() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
+    let Some(_lock) = FileLock::acquire(&lock_path(path), LOCK_WAIT)? else {
+        return Err(Error::new(
+            ErrorKind::WouldBlock,
+            format!(
+                "{} held by another writer for {}s",
+                lock_path(path).display(),
+                LOCK_WAIT.as_secs()
+            ),
+        ));
+    };
+    let mut saved = match read_current(path, id) {
+        Ok(Current::Saved(saved)) => saved,
+        Ok(Current::Replaceable(_)) => Saved::new(),
+        Err(e) => return Err(Error::other(e.to_string())),
+    };
+    persist::merge(&mut saved, new);
+    disk::replace(path, persist::render(id, &saved).as_bytes())
+}
+
+/// Warnings already printed by this process (path and text): each once.
+static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+/// Prints `plb: warning: models file <path> <what>` once per process.
+fn warn(path: &Path, what: &dyn std::fmt::Display) {
+    let line = format!("plb: warning: models file {} {what}", path.display());
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned.get_or_insert_with(HashSet::new).insert(line.clone()) {
+        eprintln!("{line}");
+    }
 }
 
 /// Codelet names remembered for saving (beyond, codelets are not saved).
@@ -101,26 +214,22 @@ const NAMES_CAP: usize = 1024;
 
 /// One scheduling context's view of the models file: what it held and the
 /// names of the codelets seen, to seed a [`ModelBook`] at a codelet's first
-/// task and to write the book back at the end.
+/// task and to add the book's new samples to the file at the end.
 #[derive(Debug, Default)]
 pub struct Persisted {
-    /// The file and this machine's identity, once looked at (`Some(None)`:
+    /// The file and this run's identity, once looked at (`Some(None)`:
     /// persistence off).
     file: Option<Option<(PathBuf, Identity)>>,
-    /// What the file held (models of codelets not run this time are saved
-    /// back unchanged).
+    /// What the file held.
     saved: Saved,
     /// Codelet keys already seen, with their names.
     names: HashMap<usize, Option<String>>,
-    /// Each worker's kind (by worker id): a saved model is used only by a
-    /// worker of the kind it was measured on.
-    kinds: Vec<String>,
 }
 
 impl Persisted {
     /// Reads the file the first time it is called (file I/O: never under
-    /// a push/pop lock). Needs StarPU's workers (a saved model is used only by
-    /// a worker of the kind it was measured on).
+    /// a push/pop lock). Needs StarPU's workers (they are part of the
+    /// file's identity).
     pub fn open(&mut self) {
         if self.file.is_some() {
             return;
@@ -129,17 +238,17 @@ impl Persisted {
             self.file = Some(None);
             return;
         };
-        let ids = crate::starpu::all_worker_ids();
-        self.kinds = crate::starpu::worker_kinds(&ids)
-            .iter()
-            .map(|k| format!("{k:?}").to_ascii_lowercase())
-            .collect();
-        let id = Identity {
-            host: host(),
-            starpu: crate::starpu::starpu_version(),
-        };
-        let path = path(&dir, &id.host);
-        self.saved = load(&path, &id);
+        let id = identity();
+        let path = path_for(&dir, &id);
+        match load(&path, &id) {
+            Ok(saved) => self.saved = saved,
+            Err(e @ Unusable::Ignored(_)) => warn(&path, &e),
+            Err(e @ Unusable::Refused(_)) => {
+                warn(&path, &e);
+                self.file = Some(None);
+                return;
+            }
+        }
         self.file = Some(Some((path, id)));
     }
 
@@ -154,7 +263,7 @@ impl Persisted {
     }
 
     /// A codelet seen for the first time, with its name: the saved samples
-    /// of each of `workers`, to seed the book with.
+    /// of each of `workers` (StarPU worker ids), to seed the book with.
     pub fn first_sight(
         &mut self,
         codelet: usize,
@@ -169,10 +278,7 @@ impl Persisted {
             .map(|n| {
                 workers
                     .iter()
-                    .filter_map(|&w| {
-                        let m = self.saved.get(&(n.clone(), w))?;
-                        (self.kinds.get(w) == Some(&m.kind)).then(|| (w, m.samples.clone()))
-                    })
+                    .filter_map(|&w| Some((w, self.saved.get(&(n.clone(), w))?.clone())))
                     .collect()
             })
             .unwrap_or_default();
@@ -180,26 +286,23 @@ impl Persisted {
         found
     }
 
-    /// Writes the file back with `book`'s samples of the named codelets.
+    /// Adds the samples `book` measured in this run (not those it was
+    /// seeded with) of the named codelets to the file ([`save`]).
     pub fn save(&mut self, book: &ModelBook) {
         let Some(Some((path, id))) = &self.file else {
             return;
         };
-        let mut saved = std::mem::take(&mut self.saved);
+        let mut new = Saved::new();
         for (w, codelet) in book.keys() {
-            if let (Some(Some(name)), Some(kind)) = (self.names.get(&codelet), self.kinds.get(w)) {
-                let model = SavedModel {
-                    kind: kind.clone(),
-                    samples: book.samples_of(w, codelet),
-                };
-                saved.insert((name.clone(), w), model);
+            if let Some(Some(name)) = self.names.get(&codelet) {
+                let fresh = book.fresh_samples_of(w, codelet);
+                if !fresh.is_empty() {
+                    new.insert((name.clone(), w), fresh);
+                }
             }
         }
-        if let Err(e) = save(path, id, &saved) {
-            eprintln!(
-                "plb: warning: models file {} not written: {e}",
-                path.display()
-            );
+        if let Err(e) = save(path, id, &new) {
+            warn(path, &format_args!("not written: {e}"));
         }
     }
 }
@@ -207,45 +310,89 @@ impl Persisted {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plb_core::balance::WorkerKind;
 
     fn id() -> Identity {
         Identity {
             host: "h".into(),
             starpu: "1.3.10".into(),
+            emulation: None,
+            workers: vec![
+                Worker {
+                    kind: WorkerKind::Cpu,
+                    name: "CPU 0".into(),
+                },
+                Worker {
+                    kind: WorkerKind::Cpu,
+                    name: "CPU 1".into(),
+                },
+            ],
         }
     }
 
+    fn one(codelet: &str, worker: usize, samples: &[(f64, f64)]) -> Saved {
+        let mut s = Saved::new();
+        s.insert((codelet.into(), worker), samples.to_vec());
+        s
+    }
+
     #[test]
-    fn save_then_load_and_damage_is_ignored() {
+    fn saves_merge_and_damage_is_replaced() {
         let dir = std::env::temp_dir().join(format!("plb-model-file-{}", std::process::id()));
         let p = path(&dir, "h");
-        let mut s = Saved::new();
-        s.insert(
-            ("k".into(), 1),
-            SavedModel {
-                kind: "cpu".into(),
-                samples: vec![(2.0, 0.5)],
-            },
-        );
-        save(&p, &id(), &s).unwrap();
-        assert_eq!(load(&p, &id()), s);
-        // No temporary file is left behind.
-        let names: Vec<_> = std::fs::read_dir(&dir)
+        save(&p, &id(), &one("k", 1, &[(2.0, 0.5)])).unwrap();
+        assert_eq!(load(&p, &id()).unwrap(), one("k", 1, &[(2.0, 0.5)]));
+        // A second writer adds to the first one's samples.
+        save(&p, &id(), &one("k", 1, &[(4.0, 1.0)])).unwrap();
+        save(&p, &id(), &one("j", 0, &[(1.0, 1.0)])).unwrap();
+        let back = load(&p, &id()).unwrap();
+        assert_eq!(back[&("k".to_string(), 1)], [(2.0, 0.5), (4.0, 1.0)]);
+        assert_eq!(back[&("j".to_string(), 0)], [(1.0, 1.0)]);
+        // Nothing new: the file is not touched.
+        save(&p, &id(), &Saved::new()).unwrap();
+        assert_eq!(load(&p, &id()).unwrap(), back);
+        // Only the file and its lock are left (no temporary file).
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
             .flatten()
             .map(|e| e.file_name())
             .collect();
-        assert_eq!(names.len(), 1, "{names:?}");
-        // Foreign and torn files load as nothing.
+        names.sort();
+        assert_eq!(names, ["h.models", "h.models.lock"]);
+        // Foreign and torn files are ignored, and replaced at the next save.
         let other = Identity {
             host: "x".into(),
             ..id()
         };
-        assert!(load(&p, &other).is_empty());
+        assert!(matches!(load(&p, &other), Err(Unusable::Ignored(_))));
         let text = std::fs::read_to_string(&p).unwrap();
         std::fs::write(&p, &text[..text.len() / 2]).unwrap();
-        assert!(load(&p, &id()).is_empty());
-        assert!(load(&dir.join("missing.models"), &id()).is_empty());
+        match load(&p, &id()) {
+            Err(Unusable::Ignored(m)) => assert!(m.contains("corrupt"), "{m}"),
+            r => panic!("{r:?}"),
+        }
+        save(&p, &id(), &one("k", 0, &[(3.0, 3.0)])).unwrap();
+        assert_eq!(load(&p, &id()).unwrap(), one("k", 0, &[(3.0, 3.0)]));
+        assert!(load(&dir.join("missing.models"), &id()).unwrap().is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn emulated_runs_have_their_own_file() {
+        let dir = Path::new("/m");
+        assert_eq!(path_for(dir, &id()), Path::new("/m/h.models"));
+        let emulated = |s: &str| Identity {
+            emulation: Some(s.into()),
+            ..id()
+        };
+        let a = path_for(dir, &emulated("0:speed=0.25"));
+        let b = path_for(dir, &emulated("0:speed=0.5"));
+        assert_ne!(a, b);
+        assert_eq!(a, path_for(dir, &emulated("0:speed=0.25")));
+        let name = a.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with("h.emulated-") && name.ends_with(".models") && name.len() == 34,
+            "{name}"
+        );
     }
 }

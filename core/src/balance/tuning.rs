@@ -27,6 +27,32 @@ pub enum WorkerKind {
     Other,
 }
 
+impl WorkerKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [WorkerKind; 4] = [
+        WorkerKind::Cpu,
+        WorkerKind::OpenCl,
+        WorkerKind::Cuda,
+        WorkerKind::Other,
+    ];
+
+    /// The kind's stable lower-case name (`cpu`, `opencl`, `cuda`,
+    /// `other`), as files and traces write it; independent of `Debug`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            WorkerKind::Cpu => "cpu",
+            WorkerKind::OpenCl => "opencl",
+            WorkerKind::Cuda => "cuda",
+            WorkerKind::Other => "other",
+        }
+    }
+
+    /// The kind named `name` (see [`WorkerKind::name`]).
+    pub fn from_name(name: &str) -> Option<WorkerKind> {
+        WorkerKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
 /// Minimum block size (units) per worker kind: `PLB_MIN_BLOCK`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MinBlock {
@@ -555,5 +581,15 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), VARIABLES.len());
+    }
+
+    #[test]
+    fn kind_names_are_fixed_and_round_trip() {
+        let names: Vec<_> = WorkerKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names, ["cpu", "opencl", "cuda", "other"]);
+        for k in WorkerKind::ALL {
+            assert_eq!(WorkerKind::from_name(k.name()), Some(k));
+        }
+        assert_eq!(WorkerKind::from_name("OpenCl"), None);
     }
 }

@@ -47,6 +47,9 @@ pub struct CodeletModel {
     /// succeeds: time proportional to the size at the best throughput).
     best_spu: Option<f64>,
     samples: u64,
+    /// Samples that came from [`ModelBook::seed_job`] (the store's first
+    /// sequence numbers); the others were measured in this run.
+    seeded: u64,
     refits: u64,
     /// Sample count of the fit installed last (older results are dropped).
     fitted_at: u64,
@@ -62,6 +65,7 @@ impl Default for CodeletModel {
             fitted: None,
             best_spu: None,
             samples: 0,
+            seeded: 0,
             refits: 0,
             fitted_at: 0,
         }
@@ -231,6 +235,21 @@ impl ModelBook {
             .unwrap_or_default()
     }
 
+    /// The samples of (`worker`, `codelet`) measured in this run, i.e. not
+    /// given by [`ModelBook::seed_job`], still held (oldest first).
+    pub fn fresh_samples_of(&self, worker: usize, codelet: usize) -> Vec<(f64, f64)> {
+        self.models
+            .get(&(worker, codelet))
+            .map(|m| {
+                m.store
+                    .iter()
+                    .filter(|&(seq, _)| seq >= m.seeded)
+                    .map(|(_, s)| (s.units, s.compute_s))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The (worker, codelet) pairs with samples.
     pub fn keys(&self) -> Vec<(usize, usize)> {
         self.models
@@ -267,6 +286,7 @@ impl ModelBook {
         for &(units, secs) in samples {
             let _ = m.record(key, units, secs);
         }
+        m.seeded = m.samples;
         (m.samples > 0).then(|| RefitJob {
             key,
             store: m.store.clone(),
@@ -474,6 +494,66 @@ mod tests {
         // A model with live samples is not overwritten.
         book.seed(0, 7, &[(1e9, 5.0)]);
         assert_eq!(book.samples_of(0, 7).len(), 20);
+    }
+
+    #[test]
+    fn seeded_models_screen_hundredfold_outliers() {
+        // t(u) = 1 ms + 2 ns/kunit at four sizes, 1 % noise, as a full file
+        // model (32 samples) with six 100x spikes and two 100x dips.
+        let truth = |u: f64| 1e-3 + 2e-12 * u;
+        let sizes = [2.5e8, 5e8, 1e9, 2e9];
+        let saved: Vec<(f64, f64)> = (0..32)
+            .map(|i| {
+                let u = sizes[i % 4];
+                let noise = 1.0 + 0.01 * ((i % 3) as f64 - 1.0);
+                let t = truth(u) * noise;
+                match i {
+                    2 | 7 | 13 | 18 | 24 | 29 => (u, t * 100.0),
+                    5 | 21 => (u, t / 100.0),
+                    _ => (u, t),
+                }
+            })
+            .collect();
+        let mut book = ModelBook::default();
+        book.seed(0, 7, &saved);
+        for u in sizes.into_iter().chain([7e8, 1.5e9]) {
+            let p = book.trained_prediction(0, 7, u).expect("trained");
+            assert!(
+                (p / truth(u) - 1.0).abs() < 0.1,
+                "size {u}: predicted {p}, true {}",
+                truth(u)
+            );
+        }
+        // One size only (tiles of one graph), the spikes among the newest.
+        let mut one: Vec<(f64, f64)> = (0..32).map(|_| (1e9, 0.002)).collect();
+        for i in [0, 9, 10, 20, 27, 30] {
+            one[i].1 *= 100.0;
+        }
+        let mut book = ModelBook::default();
+        book.seed(1, 7, &one);
+        let p = book.trained_prediction(1, 7, 1e9).expect("trained");
+        assert!((p - 0.002).abs() < 0.0002, "prediction {p}");
+    }
+
+    #[test]
+    fn fresh_samples_are_those_measured_after_the_seed() {
+        let mut book = ModelBook::default();
+        book.seed(0, 7, &[(1.0, 1.0), (1.0, 1.1), (f64::NAN, 1.0)]);
+        assert!(book.fresh_samples_of(0, 7).is_empty());
+        book.record_now(0, 7, 1.0, 1.2);
+        book.record_now(0, 7, 1.0, 1.3);
+        assert_eq!(book.fresh_samples_of(0, 7), [(1.0, 1.2), (1.0, 1.3)]);
+        // Past the store's cap the seeded ones go first; fresh ones stay.
+        for i in 0..STORE_CAP {
+            book.record_now(0, 7, 1.0, 2.0 + i as f64 / 1000.0);
+        }
+        let fresh = book.fresh_samples_of(0, 7);
+        assert_eq!(fresh, book.samples_of(0, 7));
+        assert_eq!(fresh.len(), STORE_CAP);
+        // A model never seeded: every sample is fresh.
+        book.record_now(3, 7, 1.0, 1.0);
+        assert_eq!(book.fresh_samples_of(3, 7), [(1.0, 1.0)]);
+        assert!(book.fresh_samples_of(9, 9).is_empty());
     }
 
     #[test]

@@ -108,6 +108,34 @@ pub fn worker_kinds(ids: &[i32]) -> Vec<WorkerKind> {
     }
 }
 
+/// StarPU's name of each worker of `ids` (`starpu_worker_get_name`:
+/// `CPU 0`, `CUDA 0.0 (<device> <memory> <PCI id>)`...); empty for an id
+/// StarPU does not know, or when StarPU is not initialised.
+pub fn worker_names(ids: &[i32]) -> Vec<String> {
+    let mut buf = [0 as c_char; 256];
+    // SAFETY: plain queries, made only while StarPU is initialised and for
+    // ids below its worker count; starpu_worker_get_name writes at most
+    // `buf.len()` bytes into `buf`, and the last byte is set to NUL before
+    // the buffer is read as a C string.
+    unsafe {
+        if sys::starpu_is_initialized() == 0 {
+            return vec![String::new(); ids.len()];
+        }
+        let n = sys::starpu_worker_get_count();
+        ids.iter()
+            .map(|&id| {
+                if id < 0 || id as u32 >= n {
+                    return String::new();
+                }
+                buf[0] = 0;
+                sys::starpu_worker_get_name(id, buf.as_mut_ptr(), buf.len());
+                buf[buf.len() - 1] = 0;
+                CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
+            })
+            .collect()
+    }
+}
+
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }

@@ -32,7 +32,7 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::ffi::{CStr, c_char, c_int, c_uint, c_ulong, c_void};
+use std::ffi::{CStr, c_int, c_uint, c_ulong, c_void};
 use std::mem::{MaybeUninit, offset_of, size_of};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
@@ -62,13 +62,15 @@ type SubmitCtxFn = unsafe extern "C" fn(*mut sys::starpu_task, c_uint) -> c_int;
 /// The emulation in force since the last successful `starpu_initialize`.
 struct Active {
     spec: Emulation,
+    /// `PLB_EMULATE`'s text, as parsed.
+    text: String,
     /// StarPU clock (`starpu_timing_now`, µs) when the emulation started.
     t0_us: f64,
 }
 
 static ACTIVE: RwLock<Option<Arc<Active>>> = RwLock::new(None);
 /// Parsed by [`before_init`], activated by [`after_init`] on success.
-static PENDING: Mutex<Option<Emulation>> = Mutex::new(None);
+static PENDING: Mutex<Option<(Emulation, String)>> = Mutex::new(None);
 
 /// Original implementations of a private codelet copy, indexed by device
 /// kind and implementation slot.
@@ -122,6 +124,13 @@ fn active() -> Option<Arc<Active>> {
     read(&ACTIVE).clone()
 }
 
+/// The `PLB_EMULATE` text of the emulation in force, `None` when task
+/// timings are real (no emulation, or StarPU started without our
+/// interposed `starpu_initialize`).
+pub fn emulation_in_force() -> Option<String> {
+    active().map(|a| a.text.clone())
+}
+
 /// Called by the interposed `starpu_initialize` before StarPU starts:
 /// parses `PLB_EMULATE`. An invalid value prints one message naming the
 /// variable and returns `Err(-EINVAL)`, which `starpu_initialize` returns
@@ -136,7 +145,7 @@ pub(crate) fn before_init() -> Result<(), c_int> {
             }
             Ok(text) => match Emulation::parse(&text) {
                 Ok(e) if e.is_empty() => None,
-                Ok(e) => Some(e),
+                Ok(e) => Some((e, text)),
                 Err(err) => {
                     eprintln!("plb: error: invalid {ENV}=\"{text}\": {err}; StarPU not started");
                     return Err(-libc::EINVAL);
@@ -157,9 +166,10 @@ pub(crate) fn after_init(ret: c_int) -> c_int {
         if ret != 0 {
             return;
         }
-        let act = pending.map(|spec| {
+        let act = pending.map(|(spec, text)| {
             Arc::new(Active {
                 spec,
+                text,
                 t0_us: now_us(),
             })
         });
@@ -203,14 +213,10 @@ fn banner(spec: &Emulation) -> String {
 }
 
 fn worker_name(id: c_uint) -> String {
-    let mut buf = [0 as c_char; 64];
-    // SAFETY: StarPU writes at most `buf.len()` bytes, NUL-terminated, for
-    // an existing worker id.
-    unsafe {
-        sys::starpu_worker_get_name(id as c_int, buf.as_mut_ptr(), buf.len());
-        buf[buf.len() - 1] = 0;
-        CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
-    }
+    let id = i32::try_from(id).unwrap_or(-1);
+    super::divisible_ffi::worker_names(&[id])
+        .pop()
+        .unwrap_or_default()
 }
 
 /// Microseconds as a duration (0 for negative or NaN).

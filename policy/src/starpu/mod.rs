@@ -4,11 +4,13 @@
 //! (safe Rust), builds the C `struct starpu_sched_policy` for each registered
 //! policy, and installs the library into StarPU (interposed
 //! `starpu_initialize` on 1.3, `STARPU_SCHED_LIB` entry points on 1.4).
-//! Every `unsafe` block of the policy crate lives under this module.
+//! Every `unsafe` block of the policy crate lives under this module,
+//! including the one libc call that is not about StarPU (`flock` for the
+//! models file, [`file_lock`]).
 
 // The adapter is the policy crate's one door to C: StarPU's callbacks, its
 // API, the interposed symbols (`no_mangle`) and the divisible-load C API
-// all need unsafe code, which the workspace denies everywhere else. This
+// all need unsafe code (and so does flock), which the workspace denies everywhere else. This
 // allowance covers this module and its submodules only; every unsafe block
 // still needs a `// SAFETY:` comment (clippy's undocumented_unsafe_blocks).
 #![allow(unsafe_code)]
@@ -18,6 +20,7 @@ mod callbacks;
 mod ctx;
 pub mod divisible_ffi;
 mod emulate_codelets;
+pub mod file_lock;
 mod guard;
 mod interpose;
 mod registry;
@@ -27,8 +30,8 @@ pub use ctx::{
     Membership, SchedCtx, WorkerId, drivers_block, now_us, prefetch_useful, relaxed_lock,
     starpu_version,
 };
-pub use divisible_ffi::{all_worker_ids, kinds_of, worker_kinds};
-pub use emulate_codelets::{ENV as EMULATE_ENV, emulate_after};
+pub use divisible_ffi::{all_worker_ids, kinds_of, worker_kinds, worker_names};
+pub use emulate_codelets::{ENV as EMULATE_ENV, emulate_after, emulation_in_force};
 pub use interpose::known_policies;
 pub use registry::{policy_by_name, registered_policies};
 pub use task::{Task, TaskRef};
