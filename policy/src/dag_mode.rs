@@ -289,7 +289,9 @@ impl SchedPolicy for DagPolicy {
             self.g.held.stop(t0);
             drop(st);
             match step {
-                GraphStep::Place(batch) => {
+                GraphStep::Place(batch, woken) => {
+                    // Those the last placement gave tasks start at once.
+                    crate::starpu::wake_now(ids(woken));
                     // A panic while placing must not leave the batch
                     // unfinished (no batch would ever be placed again): its
                     // tasks, dropped by the unwinding, are rescued onto

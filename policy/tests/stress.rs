@@ -282,21 +282,16 @@ unsafe extern "C" fn conc_kernel(_buffers: *mut *mut c_void, arg: *mut c_void) {
     CONC_RAN.fetch_add(1, Ordering::Relaxed);
 }
 
+/// On CPU workers; then on as many CPU workers as the StarPU build allows,
+/// up to 10 (oversubscribed on a small machine: workers are descheduled
+/// while they hold or wait for a lock), and on a CPU + PoCL OpenCL mix (the
+/// OpenCL worker cannot run these tasks: it must idle without holding
+/// any). One test: the scenarios share the codelet's counters.
 #[test]
 fn many_threads_submitting_at_once_run_every_task_exactly_once() {
-    for policy in policies() {
-        concurrent("concurrent", cpus_only(policy), TASKS_PER_SUBMITTER);
-    }
-}
-
-/// The same on as many CPU workers as the StarPU build allows, up to 10
-/// (oversubscribed on a small machine: workers are descheduled while they
-/// hold or wait for a lock), and on a CPU + PoCL OpenCL mix (the OpenCL
-/// worker cannot run these tasks: it must idle without holding any).
-#[test]
-fn many_workers_and_worker_mixes_run_every_task_exactly_once() {
     let many = (sys::STARPU_MAXCPUS as i32).min(10);
     for policy in policies() {
+        concurrent("concurrent", cpus_only(policy), TASKS_PER_SUBMITTER);
         let oversubscribed = Setup {
             ncpus: many,
             ..cpus_only(policy)

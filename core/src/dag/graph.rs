@@ -48,9 +48,10 @@ pub struct GraphRound {
 
 /// The outcome of one locked step of a pop.
 pub enum GraphStep<T> {
-    /// Place this batch without the lock ([`super::decide`]), then step
-    /// again with the result.
-    Place(Batch<T>),
+    /// Wake these workers (the idle ones the last placement gave tasks)
+    /// and place this batch without the lock ([`super::decide`]), then
+    /// step again with the result.
+    Place(Batch<T>, Vec<usize>),
     /// The worker's task; wake these workers after unlocking.
     Task(T, Vec<usize>),
     /// No task; wake these workers after unlocking (possibly the asking
@@ -223,7 +224,9 @@ impl<T: GraphTask> GraphSched<T> {
             && let Some(batch) = self.take_batch(now)
         {
             round.activations += 1;
-            return GraphStep::Place(batch);
+            let mut wake = std::mem::take(&mut round.wake);
+            wake.retain(|&x| x != worker);
+            return GraphStep::Place(batch, wake);
         }
         let task = self.next_for(worker, node, now);
         if task.is_none() {

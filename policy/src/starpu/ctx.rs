@@ -146,6 +146,12 @@ pub(crate) fn wake_worker(worker: WorkerId) {
     unsafe { sys::starpu_wake_worker_relax_light(worker.0 as i32) };
 }
 
+/// Wakes `workers` now (a policy in the middle of a pop, holding none of its
+/// locks: StarPU may run the woken worker's pop at once).
+pub fn wake_now(workers: Vec<WorkerId>) {
+    workers.into_iter().for_each(wake_worker);
+}
+
 /// Whether prefetching a placed task's input is worth doing: StarPU's
 /// prefetching is on (`STARPU_PREFETCH`, default on) and there is more than
 /// one memory node (with one, every copy is already in place).

@@ -1,0 +1,159 @@
+//! The task-graph policies (`plb-heft`, `dada`, `dada-cp`) as the
+//! explorer's [`Side`]: the adapter's push, its pop
+//! ([`GraphSched::pop_step`], each batch placed unlocked with our models'
+//! predictions), its post-exec hook (the worker's expected end corrected,
+//! the sample recorded).
+
+use plb_core::balance::WorkerKind;
+use plb_core::dag::Method;
+use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
+use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep};
+use plb_core::sleepers::Sleepers;
+
+use super::explorer::{Fake, Plan, Side, Step};
+
+impl GraphTask for Fake {
+    fn id(&self) -> usize {
+        self.id
+    }
+    fn codelet(&self) -> usize {
+        self.codelet
+    }
+    fn units(&self) -> f64 {
+        self.units
+    }
+    fn priority(&self) -> i32 {
+        self.priority
+    }
+    fn implementation_on(&self, worker: usize) -> Option<u32> {
+        (self.mask >> worker & 1 == 1).then_some(0)
+    }
+    fn transfer_to_node_s(&self, node: usize) -> Option<f64> {
+        // The accelerator (node 1) is a transfer away.
+        Some(if node == 0 { 0.0 } else { 1e-4 })
+    }
+    fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64> {
+        nodes
+            .iter()
+            .map(|&n| if n == self.id % 2 { 1.0 } else { 0.0 })
+            .collect()
+    }
+    fn input_on_node(&self, node: usize) -> bool {
+        node == 0
+    }
+}
+
+/// A batch on its way out of the lock, and back placed.
+pub enum Placing {
+    Batch(Batch<Fake>),
+    Placed(Decided<Fake>),
+}
+
+pub struct Graph {
+    pub sched: GraphSched<Fake>,
+    models: GraphModels,
+    method: Method,
+    nodes: Vec<usize>,
+}
+
+impl Graph {
+    pub fn new(plan: &Plan, method: Method) -> Graph {
+        let nodes: Vec<usize> = (0..plan.workers).map(|w| usize::from(w == 0)).collect();
+        let members: Vec<Member> = (0..plan.workers)
+            .map(|w| Member {
+                id: w,
+                kind: if w == 0 {
+                    WorkerKind::Cuda
+                } else {
+                    WorkerKind::Cpu
+                },
+                node: nodes[w],
+            })
+            .collect();
+        let mut sched = GraphSched::new(8);
+        sched.add_workers(&members, &Sleepers::new(8, true));
+        Graph {
+            sched,
+            models: GraphModels::default(),
+            method,
+            nodes,
+        }
+    }
+}
+
+impl Side for Graph {
+    type Round = GraphRound;
+    type Work = Placing;
+    type Run = Fake;
+
+    fn push(&mut self, task: Fake, _now: f64, sleepers: &Sleepers) -> (Vec<usize>, bool) {
+        (self.sched.push(task, sleepers), false)
+    }
+
+    fn commit(&mut self, _now: f64, _sleepers: &Sleepers) -> Vec<usize> {
+        Vec::new()
+    }
+
+    fn remove(&mut self, w: usize, sleepers: &Sleepers) -> Vec<usize> {
+        self.sched.remove_workers(&[w], sleepers)
+    }
+
+    fn pop_step(
+        &mut self,
+        w: usize,
+        now: f64,
+        sleepers: &Sleepers,
+        round: &mut GraphRound,
+        back: Option<Self::Work>,
+        _first: bool,
+    ) -> Step<Self::Work, Fake> {
+        let back = back.map(|b| match b {
+            Placing::Placed(d) => d,
+            Placing::Batch(_) => unreachable!("placed before stepping again"),
+        });
+        match self
+            .sched
+            .pop_step(w, self.nodes[w], now, sleepers, round, back)
+        {
+            GraphStep::Place(batch, wake) => Step::Work(Placing::Batch(batch), wake),
+            GraphStep::Task(t, wake) => Step::Task(t, wake),
+            GraphStep::Empty(wake) => Step::Empty(wake),
+        }
+    }
+
+    fn work(&mut self, work: Self::Work) -> Self::Work {
+        let Placing::Batch(batch) = work else {
+            unreachable!("a batch to place")
+        };
+        let facts = batch.facts();
+        let costs = self.models.costs(&batch, &facts);
+        Placing::Placed(decide(self.method, batch, facts, costs))
+    }
+
+    fn task_of(run: &Fake) -> usize {
+        run.id
+    }
+
+    fn units_of(run: &Fake) -> f64 {
+        run.units
+    }
+
+    fn post_exec(&mut self, w: usize, run: Fake, secs: f64, now: f64) {
+        self.sched.finished(w, run.id, now);
+        if run.codelet != 0 {
+            self.models.book.record_now(w, run.codelet, run.units, secs);
+        }
+    }
+
+    fn held(&self) -> usize {
+        self.sched.held()
+    }
+
+    fn expected_end_s(&self, w: usize, now: f64) -> f64 {
+        self.sched.expected_end_s(w, now)
+    }
+
+    fn drain(&mut self) -> usize {
+        self.sched.drain().len()
+    }
+}

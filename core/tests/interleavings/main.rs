@@ -1,0 +1,90 @@
+//! Concurrency of the task-side schedulers, explored: every interleaving a
+//! seeded random scheduler reaches of a submitting thread, several workers
+//! and a context change, over task mode (every registry balancer) and the
+//! task-graph policies, with workers that sleep after an empty pop as
+//! StarPU's blocking drivers do ([`explorer`] says what is run and
+//! checked).
+
+mod explorer;
+mod graph;
+mod task_mode;
+
+use plb_core::dag::Method;
+use plb_core::taskmode::{CONSULTS_PER_POP, TaskModeCounters};
+
+use explorer::explore;
+use graph::Graph;
+use task_mode::{Protocol, TaskMode};
+
+/// Every interleaving reached, on every balancer task mode runs, loses no
+/// task and no worker.
+#[test]
+fn task_mode_loses_no_task_and_no_worker() {
+    for balancer in plb_core::balance::registry::names() {
+        let make = |plan: &explorer::Plan| TaskMode::new(plan, balancer, Protocol::Current);
+        match explore(make, 0..300) {
+            Err((seed, e, log)) => panic!("{balancer}, seed {seed}: {e}\nlast actions: {log:#?}"),
+            Ok((actions, sides)) => {
+                let mut c = TaskModeCounters::default();
+                sides.iter().for_each(|s| c.add(&s.sched.counters()));
+                eprintln!("{balancer}: {actions} actions, {c:?}");
+                // The exploration reaches every path a task takes.
+                assert!(c.epochs > 50 && c.epoch_tasks > 1000, "{balancer}: {c:?}");
+                assert!(
+                    c.fallback_tasks > 1000 && c.dissolved_tasks > 0,
+                    "{balancer}: {c:?}"
+                );
+            }
+        }
+    }
+}
+
+/// The same for the task-graph policies' scheduler (batches placed
+/// without the lock by HEFT and DADA).
+#[test]
+fn task_graph_policies_lose_no_task_and_no_worker() {
+    let methods = [
+        Method::Heft,
+        Method::Dada {
+            alpha: 0.5,
+            eps: 0.05,
+            cp: false,
+        },
+        Method::Dada {
+            alpha: 0.5,
+            eps: 0.05,
+            cp: true,
+        },
+    ];
+    for method in methods {
+        let make = |plan: &explorer::Plan| Graph::new(plan, method);
+        match explore(make, 0..300) {
+            Err((seed, e, log)) => panic!("{method:?}, seed {seed}: {e}\nlast actions: {log:#?}"),
+            Ok((actions, _)) => eprintln!("{method:?}: {actions} actions"),
+        }
+    }
+}
+
+/// The harness has teeth: the pop protocol the adapter ran before (a pop
+/// that stopped after its consult bound returned no task, left its worker
+/// unmarked and did not wake it) is caught leaving a worker asleep.
+#[test]
+fn finds_the_lost_wakeup_of_the_old_consult_bound() {
+    let make = |plan: &explorer::Plan| {
+        TaskMode::new(
+            plan,
+            "dynamic",
+            Protocol::Legacy {
+                bound: CONSULTS_PER_POP,
+            },
+        )
+    };
+    let (seed, e, _) = explore(make, 0..400)
+        .err()
+        .expect("the legacy protocol's lost wake-up was not found");
+    assert!(
+        e.contains("sleeps without its idle flag") || e.contains("lost wake-up"),
+        "seed {seed}: {e}"
+    );
+    eprintln!("legacy protocol, seed {seed}: {e}");
+}
