@@ -91,17 +91,40 @@ fn failing(extra: &[&str]) -> (Option<i32>, String, Duration) {
     (out.status.code(), all, took)
 }
 
+/// The `[a,b,...]` list of a summary field, as numbers.
+fn list(line: &str, key: &str) -> Vec<f64> {
+    field(line, key)
+        .unwrap_or_else(|| panic!("no {key}= in {line}"))
+        .trim_matches(|c| c == '[' || c == ']')
+        .split(',')
+        .map(|s| {
+            s.parse()
+                .unwrap_or_else(|_| panic!("{key}: `{s}` in {line}"))
+        })
+        .collect()
+}
+
+/// Coverage and verification (asserted by [`mm_mpi`]) and what the
+/// protocol guarantees whatever the timings: every rank holds part of C
+/// (the partitioner gives each node at least one block), the shares tile
+/// C, and the ideal shares come from the emulated speeds (1 : 0.5). Which
+/// rank gets more of C is a timing outcome (a rank emulated at half speed
+/// can still finish its probes first on a loaded machine): it belongs to
+/// the benchmarks (`scripts/exp-cluster.sh`), not here.
 #[test]
 fn two_ranks_cover_every_block_once_and_verify() {
     let line = mm_mpi(2, &["--rank-emulate", "1=0:speed=0.5"]);
-    // The slower rank gets less of C.
-    let shares: Vec<f64> = field(&line, "shares")
-        .unwrap()
-        .trim_matches(|c| c == '[' || c == ']')
-        .split(',')
-        .map(|s| s.parse().unwrap())
-        .collect();
-    assert!(shares[0] > shares[1], "{line}");
+    let shares = list(&line, "shares");
+    assert_eq!(shares.len(), 2, "{line}");
+    assert!(
+        shares.iter().all(|&s| s > 0.0),
+        "a rank got no block: {line}"
+    );
+    assert!((shares.iter().sum::<f64>() - 1.0).abs() < 2e-3, "{line}");
+    assert_eq!(field(&line, "ideal_from"), Some("emulated"), "{line}");
+    assert_eq!(field(&line, "ideal"), Some("[0.667,0.333]"), "{line}");
+    let rounds: u64 = field(&line, "rounds").unwrap().parse().unwrap();
+    assert!(rounds >= 1, "{line}");
 }
 
 #[test]
@@ -150,13 +173,25 @@ fn three_and_four_ranks_with_a_slow_rank_and_a_speed_change() {
     );
 }
 
+/// A lost or repeated update of rank 1's C is caught by both checks. The
+/// even split (`--algo homogeneous`) makes rank 1's part of C independent
+/// of the measured speeds: its 32 of the 8 x 8 blocks, one worker, so the
+/// fault hits every column of its rectangle and the count says by how much.
 #[test]
 fn a_lost_or_repeated_update_is_caught() {
-    for fault in ["skip:1", "repeat:1"] {
-        let (code, all, _) = failing(&["--inject-fault", fault]);
+    for (fault, times) in [("skip:1", 7), ("repeat:1", 9)] {
+        let (code, all, _) = failing(&["--algo", "homogeneous", "--inject-fault", fault]);
         assert_eq!(code, Some(1), "{fault}: {all}");
         assert!(all.contains("verified=WRONG"), "{fault}: {all}");
-        assert!(all.contains("coverage=WRONG("), "{fault}: {all}");
+        assert!(
+            all.contains("coverage=WRONG(rank 1: column "),
+            "{fault}: {all}"
+        );
+        assert!(
+            all.contains(&format!("updated {times} times, not 8)")),
+            "{fault}: {all}"
+        );
+        assert!(all.contains("shares=[0.500,0.500]"), "{fault}: {all}");
     }
 }
 

@@ -114,7 +114,11 @@ impl ContextStats {
     /// value an integer) then one `plb:   worker=...` line per worker that
     /// joined the context (busy and idle percentages of the context's
     /// lifetime, tasks run and units processed), at `now_us` (StarPU's
-    /// clock).
+    /// clock). A context that received no task ends with a line saying so
+    /// in words (`plb: policy <name> in context <id> scheduled no task
+    /// ...`): a program that submits its tasks to contexts of its own with
+    /// StarPU's policies would otherwise get a `tasks=0 ... left=0` line
+    /// that reads like success.
     pub fn summary_lines(
         &self,
         policy: &str,
@@ -172,6 +176,12 @@ impl ContextStats {
                 100.0 - pct,
                 w.tasks.load(Ordering::Relaxed),
                 w.units.load(Ordering::Relaxed),
+            ));
+        }
+        if self.pushed() == 0 {
+            lines.push(format!(
+                "plb: policy {policy} in context {ctx} scheduled no task (the program submitted \
+                 none to it: its tasks, if any, went to other contexts and their policies)"
             ));
         }
         lines
@@ -284,6 +294,26 @@ mod tests {
         assert_eq!(
             lines[2],
             "plb:   worker=1 ctx=4 busy=75.0% idle=25.0% tasks=2 units=128"
+        );
+    }
+
+    #[test]
+    fn a_context_without_tasks_says_so_in_words() {
+        let s = ContextStats::new(2, 0.0);
+        s.note_workers([0, 1]);
+        let lines = s.summary_lines_at("plb-hac", 0, 0, ModelFigures::default(), 0.5);
+        assert!(lines[0].starts_with("plb: policy=plb-hac ctx=0 tasks=0 executed=0 "));
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert!(
+            lines[3].starts_with("plb: policy plb-hac in context 0 scheduled no task ("),
+            "{lines:?}"
+        );
+        // Not with tasks.
+        s.note_pushed();
+        let lines = s.summary_lines_at("plb-hac", 0, 0, ModelFigures::default(), 0.5);
+        assert!(
+            !lines.iter().any(|l| l.contains("scheduled no task")),
+            "{lines:?}"
         );
     }
 

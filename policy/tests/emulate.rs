@@ -4,7 +4,8 @@
 //! built for) under the preloaded
 //! `libstarpu_plb.so` (built by `cargo build --release`; the tests skip with
 //! a message when it or the examples are absent) with StarPU's `eager` and
-//! our `greedy`, and `tests/c/readonly_codelet.c` (built at test time).
+//! our `greedy`, and `tests/c/readonly_codelet.c` and
+//! `tests/c/emulate_copies.c` (built at test time).
 //! Only lower bounds on wall time are asserted: busy-waiting
 //! guarantees them, whatever the machine's load.
 
@@ -162,6 +163,29 @@ fn read_only_and_changed_codelets_are_wrapped_without_writing_them() {
             wall >= floor,
             "{sched}: {} tasks of +{LATENCY_MS} ms on 2 workers took {wall:?} < {floor:?}",
             3 * C_NTASKS
+        );
+    }
+}
+
+#[test]
+fn copies_are_one_per_codelet_version_and_tasks_get_their_codelet_back() {
+    let Some((lib, _)) = setup() else { return };
+    let Some(prog) = cprog::build("emulate_copies") else {
+        return;
+    };
+    for sched in ["eager", "greedy", "plb-hac"] {
+        let (out, _) = run(&lib, &prog, sched, Some("*:latency=10us"));
+        let err = stderr(&out);
+        assert!(out.status.success(), "{sched}: {:?}: {err}", out.status);
+        // 1000 tasks of three codelets, one of them in two versions: four
+        // copies; every task held its own codelet in its callback and
+        // after waiting.
+        assert!(
+            err.contains(
+                "emulate_copies: tasks=1000 copies=4 calls a=200 b=200 c1=400 c2=200 \
+                 wrong_in_callback=0 wrong_after_wait=0"
+            ),
+            "{sched}: {err}"
         );
     }
 }

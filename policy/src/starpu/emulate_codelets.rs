@@ -12,19 +12,40 @@
 //! its performance models and our policies see the slower worker as they
 //! would see real hardware. Policies never read the settings.
 //!
-//! The application's codelet is never written (it may be `const`, and
-//! workers may be reading it): one copy per version of each codelet is
-//! made, leaked, and reused for every later task of it (the original is
+//! Why `task->cl` is rewritten: StarPU runs `task->cl`'s implementation
+//! slots and offers no per-task way to run another function around them
+//! (a callback runs after the body, outside the measured execution, and a
+//! policy's hooks are not called under StarPU's own policies). The
+//! application's codelet is never written (it may be `const`, and workers
+//! may be reading it), so the task points to a copy while it is in StarPU,
+//! and gets its own codelet back at the end of its body: the trampoline
+//! restores `task->cl` once the original implementation and the emulated
+//! time are over, before StarPU's termination (output data release,
+//! callback, waiters), so the application sees its codelet again in its
+//! callback and after waiting. A submission StarPU refuses gets it back at
+//! once. Two cases keep the copy after execution: a task with `regenerate`
+//! set (StarPU resubmits it internally, without the interposed submit, so
+//! the copy keeps emulating it) and a task run by a combined worker of
+//! several workers (its other members may still be about to read it).
+//!
+//! Copies are owned by this module for the life of the process (they are
+//! never freed: a task kept with its copy, above, may still point to one
+//! after `starpu_shutdown`): one per version of each codelet, made at its
+//! first submission and reused for every later task of it (the original is
 //! compared with a snapshot at each submission, so a codelet the
-//! application changes between submissions gets a new copy, up to
-//! [`MAX_REVISIONS`] versions). The copy shares everything else with the
-//! original (name, performance model, access modes), but it is the struct
-//! StarPU sees: StarPU's own writes into the codelet (`checked`,
-//! `per_worker_stats`) go to the copy, and the application sees the copy in
-//! `task->cl` after submission.
+//! application changes between submissions gets a new copy), at most
+//! [`MAX_REVISIONS`] versions per codelet and [`MAX_CODELETS`] codelets;
+//! beyond either the submission is refused with a message. Nothing is
+//! allocated per task. The copy shares everything else with the original
+//! (name, performance model, access modes); StarPU's own writes into the
+//! codelet (`checked`, `per_worker_stats`) go to the copy. Our policies key
+//! their models by the application's codelet ([`original_of`]), whichever
+//! of the two `task->cl` holds.
 //!
 //! Without `PLB_EMULATE` nothing is touched: the interposed submit functions
-//! forward the call untouched.
+//! forward the call untouched. Under StarPU's SimGrid mode `PLB_EMULATE` is
+//! refused: task bodies do not run there, and the busy-wait would spin on a
+//! simulated clock.
 //!
 //! Our own applications' codelets may instead call [`emulate_after`] (C:
 //! `double plb_emulate_after(double elapsed_s)`) at their end; a trampoline
@@ -34,6 +55,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_int, c_uint, c_ulong, c_void};
 use std::mem::{MaybeUninit, offset_of, size_of};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -76,9 +98,14 @@ static PENDING: Mutex<Option<(Emulation, String)>> = Mutex::new(None);
 /// kind and implementation slot.
 type Originals = [[Option<Kernel>; NIMPL]; 3];
 
-/// Versions of one application codelet kept at most (each has a leaked
+/// Versions of one application codelet kept at most (each has its own
 /// copy); a codelet changed more often than this is refused.
 pub const MAX_REVISIONS: usize = 16;
+
+/// Distinct application codelets (addresses) wrapped at most; a program
+/// that keeps submitting tasks of new codelets beyond this is refused
+/// rather than grow the copies without bound.
+pub const MAX_CODELETS: usize = 4096;
 
 const CODELET_SIZE: usize = size_of::<sys::starpu_codelet>();
 /// `per_worker_stats`, which StarPU increments at every execution of a
@@ -90,19 +117,30 @@ const STATS_END: usize = STATS_START + size_of::<[c_ulong; sys::STARPU_NMAXWORKE
 struct Revision {
     /// The original's bytes when this version was seen.
     snapshot: Box<[MaybeUninit<u8>]>,
-    /// Address of the leaked private copy given to StarPU instead; `None`
-    /// when the codelet has no implementation to wrap (it is left alone).
+    /// Address of the private copy given to StarPU instead; `None` when
+    /// the codelet has no implementation to wrap (it is left alone).
     copy: Option<usize>,
+}
+
+/// What a private copy stands for.
+struct CopyOf {
+    /// The functions its trampolines call.
+    originals: Originals,
+    /// The application's codelet (address) it was copied from.
+    original: usize,
 }
 
 #[derive(Default)]
 struct Registry {
     /// Application codelet address -> its versions seen so far.
     by_original: HashMap<usize, Vec<Revision>>,
-    /// Private copy address -> the functions its trampolines call. Entries
-    /// are never removed: copies live for the whole process.
-    by_copy: HashMap<usize, Originals>,
+    /// Private copy address -> what it stands for. Entries are never
+    /// removed: copies live for the whole process.
+    by_copy: HashMap<usize, CopyOf>,
 }
+
+/// Set once the first copy exists (lets [`original_of`] skip the lock).
+static ANY_COPY: AtomicBool = AtomicBool::new(false);
 
 static REGISTRY: RwLock<Option<Registry>> = RwLock::new(None);
 
@@ -131,6 +169,14 @@ pub fn emulation_in_force() -> Option<String> {
     active().map(|a| a.text.clone())
 }
 
+/// Why `PLB_EMULATE` is refused by a library built for StarPU's SimGrid
+/// mode (the run-time check of `version_check` makes sure the loaded
+/// StarPU is then a SimGrid build too).
+const NOT_UNDER_SIMGRID: &str = "the emulation cannot work under StarPU's SimGrid mode: \
+     task bodies do not run there (simulated durations come from the performance models) and \
+     its busy-wait would spin on a simulated clock that does not advance; describe the \
+     heterogeneity in the SimGrid platform instead";
+
 /// Called by the interposed `starpu_initialize` before StarPU starts:
 /// parses `PLB_EMULATE`. An invalid value prints one message naming the
 /// variable and returns `Err(-EINVAL)`, which `starpu_initialize` returns
@@ -145,6 +191,12 @@ pub(crate) fn before_init() -> Result<(), c_int> {
             }
             Ok(text) => match Emulation::parse(&text) {
                 Ok(e) if e.is_empty() => None,
+                Ok(_) if sys::STARPU_IS_SIMGRID => {
+                    eprintln!(
+                        "plb: error: {ENV}=\"{text}\": {NOT_UNDER_SIMGRID}; StarPU not started"
+                    );
+                    return Err(-libc::EINVAL);
+                }
                 Ok(e) => Some((e, text)),
                 Err(err) => {
                     eprintln!("plb: error: invalid {ENV}=\"{text}\": {err}; StarPU not started");
@@ -270,29 +322,78 @@ pub extern "C" fn plb_emulate_after(elapsed_s: f64) -> f64 {
     ffi_guard("plb_emulate_after", 0.0, || emulate_after(elapsed_s))
 }
 
+/// The implementation `KIND`/`IDX` a trampoline must run for a task whose
+/// `task->cl` is `cl`, and the application's codelet to give the task
+/// back: ours when `cl` is one of our copies; otherwise (a member of a
+/// combined worker that reads `task->cl` after another member restored
+/// it) the function in `cl`'s own slot, unless that is a trampoline.
+///
+/// # Safety
+/// `cl` must point to a live codelet.
+unsafe fn implementation<const KIND: usize, const IDX: usize>(
+    cl: *mut sys::starpu_codelet,
+) -> Option<(Kernel, Option<usize>)> {
+    if let Some(c) = read(&REGISTRY)
+        .as_ref()
+        .and_then(|r| r.by_copy.get(&(cl as usize)))
+    {
+        return c.originals[KIND][IDX].map(|f| (f, Some(c.original)));
+    }
+    // SAFETY: per the contract.
+    let f = unsafe { slot(cl, KIND, IDX).read() }?;
+    (f as usize != TRAMPOLINES[KIND][IDX] as usize).then_some((f, None))
+}
+
+/// Gives `task` back the application's codelet `original` if it still
+/// holds our copy `copy`, unless StarPU will run it again without a
+/// submission (`regenerate`) or other members of a combined worker may
+/// still read it.
+///
+/// # Safety
+/// `task` must be the task the calling worker is executing.
+unsafe fn give_back(task: *mut sys::starpu_task, copy: usize, original: usize) {
+    // SAFETY: a live task; a plain read of its bitfield and of the
+    // calling worker's combined-worker size.
+    let keep = unsafe {
+        sys::starpu_task::regenerate_raw(task) != 0 || sys::starpu_combined_worker_get_size() > 1
+    };
+    if keep {
+        return;
+    }
+    // SAFETY: `cl` is a pointer-sized, aligned field of the live task;
+    // only this worker writes it while the task executes (StarPU and the
+    // application read it), so an atomic swap from our copy back to the
+    // original codelet, which has the same contents, is safe for readers
+    // on any thread.
+    let cl = unsafe { AtomicPtr::from_ptr(&raw mut (*task).cl) };
+    let _ = cl.compare_exchange(
+        copy as *mut sys::starpu_codelet,
+        original as *mut sys::starpu_codelet,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    );
+}
+
 /// Runs the original implementation `KIND`/`IDX` of the current task's
-/// codelet, then the emulated extra time.
+/// codelet, then the emulated extra time, then gives the task its own
+/// codelet back.
 unsafe extern "C" fn trampoline<const KIND: usize, const IDX: usize>(
     buffers: *mut *mut c_void,
     cl_arg: *mut c_void,
 ) {
     ffi_guard("emulation trampoline", (), || {
         // SAFETY: a trampoline only runs as a codelet implementation, on a
-        // StarPU worker executing a task; the current task is valid while
-        // it executes.
-        let original = unsafe {
+        // StarPU worker executing a task; the current task and its codelet
+        // are valid while it executes.
+        let (task, found) = unsafe {
             let task = sys::starpu_task_get_current();
-            if task.is_null() {
-                None
+            if task.is_null() || (*task).cl.is_null() {
+                (task, None)
             } else {
-                let cl = (*task).cl as usize;
-                read(&REGISTRY)
-                    .as_ref()
-                    .and_then(|r| r.by_copy.get(&cl))
-                    .and_then(|o| o[KIND][IDX])
+                (task, implementation::<KIND, IDX>((*task).cl))
             }
         };
-        let Some(original) = original else {
+        let Some((original, app_codelet)) = found else {
             eprintln!(
                 "plb: error: {ENV} trampoline ({} implementation {IDX}) cannot find the original codelet function; aborting",
                 KINDS[KIND]
@@ -307,6 +408,11 @@ unsafe extern "C" fn trampoline<const KIND: usize, const IDX: usize>(
         let elapsed = us(now_us() - start_us);
         if !SELF_EMULATED.with(|c| c.replace(false)) {
             spin_for(extra_for_current_worker(start_us, elapsed));
+        }
+        if let Some(app) = app_codelet {
+            // SAFETY: `task` is the task this worker executes; `cl` was
+            // our copy when the trampoline started.
+            unsafe { give_back(task, (*task).cl as usize, app) };
         }
     })
 }
@@ -448,6 +554,15 @@ unsafe fn substitute(cl: *mut sys::starpu_codelet) -> Result<*mut sys::starpu_co
     if by_copy.contains_key(&addr) {
         return Ok(cl);
     }
+    if !by_original.contains_key(&addr) && by_original.len() >= MAX_CODELETS {
+        eprintln!(
+            "plb: error: {ENV}: codelet {} would be the {}th distinct codelet wrapped; refusing \
+             the task (the program creates codelets at new addresses without bound?)",
+            codelet_name(cl),
+            MAX_CODELETS + 1
+        );
+        return Err(-libc::EINVAL);
+    }
     let revisions = by_original.entry(addr).or_default();
     // SAFETY: as above (another thread may have added it meanwhile).
     if let Some(r) = unsafe { known(revisions, cl) } {
@@ -482,7 +597,10 @@ unsafe fn substitute(cl: *mut sys::starpu_codelet) -> Result<*mut sys::starpu_co
     }
     let any = originals.iter().flatten().any(Option::is_some);
     let copy = if any {
-        let copy = Box::leak(Box::new(MaybeUninit::<sys::starpu_codelet>::uninit())).as_mut_ptr();
+        // Owned by the registry for the process life (see the module
+        // documentation for why it is never freed).
+        let copy = Box::into_raw(Box::new(MaybeUninit::<sys::starpu_codelet>::uninit()))
+            .cast::<sys::starpu_codelet>();
         // SAFETY: `copy` is a fresh, exclusively owned codelet-sized
         // allocation, filled byte for byte from the live `cl`, then its
         // non-empty slots are pointed at the trampolines, all before it is
@@ -497,7 +615,14 @@ unsafe fn substitute(cl: *mut sys::starpu_codelet) -> Result<*mut sys::starpu_co
                 }
             }
         }
-        by_copy.insert(copy as usize, originals);
+        by_copy.insert(
+            copy as usize,
+            CopyOf {
+                originals,
+                original: addr,
+            },
+        );
+        ANY_COPY.store(true, Ordering::Release);
         Some(copy as usize)
     } else {
         eprintln!(
@@ -513,25 +638,81 @@ unsafe fn substitute(cl: *mut sys::starpu_codelet) -> Result<*mut sys::starpu_co
     Ok(copy.map_or(cl, |c| c as *mut sys::starpu_codelet))
 }
 
+/// A task whose codelet [`prepare`] replaced: the application's codelet,
+/// and whether StarPU frees the task before its submit function returns
+/// (synchronous with `destroy` set; read before the call).
+struct Replaced {
+    original: *mut sys::starpu_codelet,
+    freed_by_submit: bool,
+}
+
 /// Gives the task the private copy of its codelet when an emulation is
-/// active.
-fn prepare(task: *mut sys::starpu_task) -> Result<(), c_int> {
+/// active; returns what [`after_submit`] needs when it was replaced.
+fn prepare(task: *mut sys::starpu_task) -> Result<Option<Replaced>, c_int> {
     if task.is_null() || read(&ACTIVE).is_none() {
-        return Ok(());
+        return Ok(None);
     }
     // SAFETY: the application passes a valid task to starpu_task_submit.
     let cl = unsafe { (*task).cl };
     if cl.is_null() {
-        return Ok(());
+        return Ok(None);
     }
     // SAFETY: a submitted task's codelet is live; it is only read.
     let ours = unsafe { substitute(cl) }?;
-    if ours != cl {
-        // SAFETY: the task is being submitted by the calling thread and is
-        // not in StarPU yet: nobody else reads its `cl` now.
-        unsafe { (*task).cl = ours };
+    if ours == cl {
+        return Ok(None);
     }
-    Ok(())
+    // SAFETY: the task is being submitted by the calling thread and is
+    // not in StarPU yet: nobody else reads or writes it now.
+    let freed_by_submit = unsafe {
+        (*task).cl = ours;
+        sys::starpu_task::synchronous_raw(task) != 0 && sys::starpu_task::destroy_raw(task) != 0
+    };
+    Ok(Some(Replaced {
+        original: cl,
+        freed_by_submit,
+    }))
+}
+
+/// After StarPU's submit function returned `ret`: a refused task gets the
+/// application's codelet back at once. (StarPU refuses before queueing the
+/// task, so it is still the caller's; a synchronous task with `destroy`
+/// may be freed by then and is not touched.)
+fn after_submit(task: *mut sys::starpu_task, replaced: Option<Replaced>, ret: c_int) {
+    if let Some(r) = replaced
+        && ret != 0
+        && !r.freed_by_submit
+    {
+        // SAFETY: StarPU refused the task, which stays the caller's: no
+        // other thread reads it.
+        unsafe { (*task).cl = r.original };
+    }
+}
+
+/// The application's codelet behind `cl` (a task's `task->cl`): the
+/// codelet a private copy was made from, else `cl` itself. The key our
+/// policies use for a task's codelet, the same before and after the
+/// trampoline gave the task its codelet back.
+pub fn original_of(cl: usize) -> usize {
+    if !ANY_COPY.load(Ordering::Acquire) {
+        return cl;
+    }
+    read(&REGISTRY)
+        .as_ref()
+        .and_then(|r| r.by_copy.get(&cl))
+        .map_or(cl, |c| c.original)
+}
+
+/// Private codelet copies made so far (one per version of each wrapped
+/// codelet, whatever the number of tasks).
+pub fn copies() -> usize {
+    read(&REGISTRY).as_ref().map_or(0, |r| r.by_copy.len())
+}
+
+/// C entry of [`copies`]: `size_t plb_emulate_codelet_copies(void)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn plb_emulate_codelet_copies() -> usize {
+    ffi_guard("plb_emulate_codelet_copies", 0, copies)
 }
 
 fn next_symbol(symbol: &CStr) -> Option<usize> {
@@ -568,11 +749,14 @@ pub unsafe extern "C" fn starpu_task_submit(task: *mut sys::starpu_task) -> c_in
             );
             return -libc::ENOSYS;
         };
-        if let Err(code) = prepare(task) {
-            return code;
-        }
+        let replaced = match prepare(task) {
+            Ok(r) => r,
+            Err(code) => return code,
+        };
         // SAFETY: forwards the caller's task.
-        unsafe { real(task) }
+        let ret = unsafe { real(task) };
+        after_submit(task, replaced, ret);
+        ret
     })
 }
 
@@ -593,10 +777,13 @@ pub unsafe extern "C" fn starpu_task_submit_to_ctx(
             );
             return -libc::ENOSYS;
         };
-        if let Err(code) = prepare(task) {
-            return code;
-        }
+        let replaced = match prepare(task) {
+            Ok(r) => r,
+            Err(code) => return code,
+        };
         // SAFETY: forwards the caller's arguments.
-        unsafe { real(task, sched_ctx_id) }
+        let ret = unsafe { real(task, sched_ctx_id) };
+        after_submit(task, replaced, ret);
+        ret
     })
 }

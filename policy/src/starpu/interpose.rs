@@ -16,6 +16,13 @@
 //!     caller's configuration whose `sched_policy` is ours, so that StarPU
 //!     runs our policy even where the first interposition is not reached.
 //!
+//!   A name that means one of ours but cannot run (ours with arguments,
+//!   a misspelling of ours: [`crate::catalog::resolve`]) is refused at
+//!   each of these doors (and at 1.4's `starpu_get_sched_lib_policy`)
+//!   instead of letting StarPU warn and run its default policy; and every
+//!   door first checks that the loaded libstarpu is the StarPU the library
+//!   was built for ([`super::version_check`]).
+//!
 //!   The environment is only read, never written: StarPU reads
 //!   `STARPU_SCHED` again at every `starpu_initialize`, so a second
 //!   initialisation in the same process gets the same policy.
@@ -23,7 +30,6 @@
 //!   details of StarPU 1.3's lookup.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
-#[cfg(starpu_1_3)]
 use std::io::Write;
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
@@ -52,18 +58,71 @@ fn real_initialize() -> Option<InitializeFn> {
     Some(unsafe { std::mem::transmute::<usize, InitializeFn>(addr) })
 }
 
+/// The names of StarPU's own policies, from the running StarPU's list
+/// (the next `starpu_sched_get_predefined_policies` after this library).
+fn starpu_own_names() -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(f) = next_symbol(c"starpu_sched_get_predefined_policies") {
+        // SAFETY: StarPU's function of this type, returning a
+        // NULL-terminated array of static structs whose names are NULL or
+        // static C strings.
+        unsafe {
+            let real: PredefinedFn = std::mem::transmute(f);
+            let mut p = real();
+            while !p.is_null() && !(*p).is_null() {
+                let name = (**p).policy_name;
+                if !name.is_null() {
+                    out.push(CStr::from_ptr(name).to_string_lossy().into_owned());
+                }
+                p = p.add(1);
+            }
+        }
+    }
+    out
+}
+
+/// Our policy struct for the scheduling policy name `name` (`Ok(None)`:
+/// a name for StarPU), or the message refusing it: one of our names with
+/// arguments, or a misspelling of ours (see [`crate::catalog::resolve`]),
+/// for which StarPU would silently run its default policy.
+pub(super) fn resolve_name(name: &str) -> Result<Option<*mut sys::starpu_sched_policy>, String> {
+    let own = starpu_own_names();
+    let own: Vec<&str> = own.iter().map(String::as_str).collect();
+    match crate::catalog::resolve(name, &own)? {
+        Some(info) => Ok(policy_by_name(info.name())),
+        None => Ok(None),
+    }
+}
+
 /// Which of our policies `STARPU_SCHED` selects, if any; prints our list
-/// for `STARPU_SCHED=help` (StarPU then prints its own).
-fn selected_policy() -> Option<(String, *mut sys::starpu_sched_policy)> {
-    let name = std::env::var("STARPU_SCHED").ok()?;
+/// for `STARPU_SCHED=help` (StarPU then prints its own). `Err`: the value
+/// names one of ours in a way neither we nor StarPU can run (message
+/// printed), and StarPU must not start.
+fn selected_policy() -> Result<Option<(String, *mut sys::starpu_sched_policy)>, c_int> {
+    let Ok(name) = std::env::var("STARPU_SCHED") else {
+        return Ok(None);
+    };
     if name == "help" {
         eprintln!("\nPolicies of the plb library (libstarpu_plb):");
         for p in policies() {
             eprintln!("{:<30}\t-> {}", p.name(), p.description());
         }
     }
-    let policy = policy_by_name(&name)?;
-    Some((name, policy))
+    match resolve_name(&name) {
+        Ok(policy) => Ok(policy.map(|p| (name, p))),
+        Err(msg) => {
+            eprintln!("plb: error: STARPU_SCHED: {msg}; StarPU not started");
+            Err(-libc::EINVAL)
+        }
+    }
+}
+
+/// Prints `msg` (a refused policy name, from an entry point that cannot
+/// fail) and aborts: StarPU would otherwise run its default policy.
+fn abort_refused_name(msg: &str) -> ! {
+    // writeln! on stderr returns errors instead of panicking.
+    let _ = writeln!(std::io::stderr(), "plb: error: {msg}; aborting");
+    std::process::abort()
 }
 
 /// Validates the `PLB_*` tuning variables and opens `PLB_TRACE`: on an
@@ -113,13 +172,22 @@ unsafe fn initialize(
         eprintln!("plb: error: StarPU's starpu_initialize was not found (is libstarpu loaded?)");
         return -libc::ENOSYS;
     };
+    // First: nothing of StarPU's may be read or built with another
+    // StarPU's layouts.
+    if let Err(code) = super::version_check::refuse_at_initialize() {
+        return code;
+    }
     if let Err(code) = check_settings() {
         return code;
     }
     if let Err(code) = super::emulate_codelets::before_init() {
         return code;
     }
-    let Some((name, policy)) = selected_policy() else {
+    let selected = match selected_policy() {
+        Ok(selected) => selected,
+        Err(code) => return code,
+    };
+    let Some((name, policy)) = selected else {
         // SAFETY: untouched pass-through of the caller's arguments.
         return super::emulate_codelets::after_init(unsafe { real(conf, argc, argv) });
     };
@@ -168,11 +236,14 @@ pub unsafe extern "C" fn _starpu_select_sched_policy(
     required_policy: *const c_char,
 ) -> *mut sys::starpu_sched_policy {
     let selected = ffi_guard("_starpu_select_sched_policy", None, || {
+        super::version_check::abort_on_mismatch();
         if !required_policy.is_null() {
             // SAFETY: not NULL; StarPU passes a NUL-terminated name.
-            let name = unsafe { CStr::from_ptr(required_policy) };
-            if let Some(p) = name.to_str().ok().and_then(policy_by_name) {
-                return Some(p);
+            let name = unsafe { CStr::from_ptr(required_policy) }.to_string_lossy();
+            match resolve_name(&name) {
+                Ok(Some(p)) => return Some(p),
+                Ok(None) => {}
+                Err(msg) => abort_refused_name(&msg),
             }
         }
         // SAFETY: StarPU's function, with the caller's arguments.
@@ -221,6 +292,7 @@ pub unsafe extern "C" fn starpu_sched_get_predefined_policies() -> *mut *mut sys
     /// terminating NULL alone; callers only read it).
     static EMPTY: [usize; 1] = [0];
     let merged = ffi_guard("starpu_sched_get_predefined_policies", None, || {
+        super::version_check::abort_on_mismatch();
         Some(MERGED.get_or_init(|| {
             let mut all = Vec::new();
             if let Some(f) = next_symbol(c"starpu_sched_get_predefined_policies") {
@@ -263,12 +335,16 @@ pub unsafe extern "C" fn starpu_get_sched_lib_policy(
     name: *const c_char,
 ) -> *mut sys::starpu_sched_policy {
     ffi_guard("starpu_get_sched_lib_policy", std::ptr::null_mut(), || {
+        super::version_check::abort_on_mismatch();
         if name.is_null() {
             return std::ptr::null_mut();
         }
         // SAFETY: non-null NUL-terminated string per the contract.
         let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-        policy_by_name(&name).unwrap_or(std::ptr::null_mut())
+        match resolve_name(&name) {
+            Ok(p) => p.unwrap_or(std::ptr::null_mut()),
+            Err(msg) => abort_refused_name(&msg),
+        }
     })
 }
 
@@ -279,7 +355,10 @@ pub extern "C" fn starpu_get_sched_lib_policies() -> *mut *mut sys::starpu_sched
     ffi_guard(
         "starpu_get_sched_lib_policies",
         std::ptr::null_mut(),
-        null_terminated,
+        || {
+            super::version_check::abort_on_mismatch();
+            null_terminated()
+        },
     )
 }
 

@@ -25,6 +25,7 @@ mod guard;
 mod interpose;
 mod registry;
 mod task;
+mod version_check;
 
 pub use ctx::{
     Membership, SchedCtx, WorkerId, drivers_block, now_us, prefetch_useful, relaxed_lock,

@@ -289,10 +289,13 @@ impl TaskRef<'_> {
         self.task().priority
     }
 
-    /// Identifies the task's codelet (its address; 0 for a task without
-    /// one), the key of the per-codelet models.
+    /// Identifies the task's codelet (the application's codelet address;
+    /// 0 for a task without one), the key of the per-codelet models. Under
+    /// `PLB_EMULATE` a task holds a private copy of its codelet from
+    /// submission to the end of its body: the key is the application's
+    /// codelet either way.
     pub fn codelet_key(&self) -> usize {
-        self.task().cl as usize
+        super::emulate_codelets::original_of(self.task().cl as usize)
     }
 
     /// What names the task's codelet across runs: its performance model's
