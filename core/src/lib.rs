@@ -32,6 +32,7 @@ pub mod fit;
 pub mod kernels;
 pub mod model;
 pub mod platform;
+pub mod policies;
 pub mod rng;
 pub mod rounding;
 pub mod samples;

@@ -1,36 +1,15 @@
-//! The policies this library registers with StarPU: `greedy` (the central
-//! FIFO baseline of task mode), every other balancer of `plb-core`'s
-//! registry ([`plb_core::balance::registry`]) and the task-graph policies
-//! ([`plb_core::dag::DAG_POLICIES`]: `plb-heft`, `dada`, `dada-cp`), with
-//! their one-line summaries. No StarPU needed: shared by the policy library and the `plb`
-//! command-line tool. Names never start with `heft` (StarPU 1.3 maps any
-//! such name to `dmda`; the registry's tests forbid it).
+//! The policies this library registers with StarPU: `plb-core`'s one
+//! table ([`plb_core::policies`]: every balancer of the registry, the
+//! task-graph policies, and which family decides for each), with the C
+//! strings StarPU needs. No StarPU needed: shared by the policy library and
+//! the `plb` command-line tool.
 
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
-use plb_core::balance::registry::{self, Entry};
-use plb_core::dag::{self, DagEntry};
-
-/// What a policy runs.
-#[derive(Debug, Clone, Copy)]
-pub enum PolicyKind {
-    /// A registry balancer: the central FIFO for `greedy`, task mode's
-    /// epochs and fallback queues for the others.
-    Balancer(&'static Entry),
-    /// A task-graph policy ([`crate::dag_mode`]).
-    Dag(&'static DagEntry),
-}
-
-impl PolicyKind {
-    /// The `STARPU_SCHED` name and the one-line summary.
-    fn name_and_summary(self) -> (&'static str, &'static str) {
-        match self {
-            PolicyKind::Balancer(e) => (e.name, e.summary),
-            PolicyKind::Dag(e) => (e.name, e.summary),
-        }
-    }
-}
+use plb_core::dag::DagEntry;
+pub use plb_core::policies::Decider;
+use plb_core::policies::{self, Policy};
 
 /// One registered scheduling policy.
 #[derive(Debug, Clone, Copy)]
@@ -39,32 +18,37 @@ pub struct PolicyInfo {
     pub c_name: &'static CStr,
     /// One-line description shown by `STARPU_SCHED=help` and `plb policies`.
     pub c_description: &'static CStr,
-    /// What it runs.
-    pub kind: PolicyKind,
+    /// The policy.
+    pub policy: &'static Policy,
 }
 
 impl PolicyInfo {
     /// The policy name as a Rust string.
     pub fn name(&self) -> &'static str {
-        self.kind.name_and_summary().0
+        self.policy.name
     }
 
     /// The description as a Rust string.
     pub fn description(&self) -> &'static str {
-        self.kind.name_and_summary().1
+        self.policy.summary
+    }
+
+    /// Who decides for its tasks.
+    pub fn decider(&self) -> Decider {
+        self.policy.decider
     }
 
     /// Whether task mode runs the central FIFO ([`crate::central_queue`]) rather
-    /// than the task-mode scheduler with this balancer's epochs.
+    /// than the task-mode scheduler with a balancer's epochs.
     pub fn is_central_fifo(&self) -> bool {
-        self.name() == "greedy"
+        matches!(self.policy.decider, Decider::CentralQueue)
     }
 
     /// The task-graph policy behind it, if it is one.
     pub fn dag(&self) -> Option<&'static DagEntry> {
-        match self.kind {
-            PolicyKind::Dag(e) => Some(e),
-            PolicyKind::Balancer(_) => None,
+        match self.policy.decider {
+            Decider::Graph(e) => Some(e),
+            _ => None,
         }
     }
 }
@@ -75,22 +59,17 @@ fn leak_c(s: &str) -> &'static CStr {
     Box::leak(c.into_boxed_c_str())
 }
 
-/// Every policy the library registers: the registry's balancers in its
-/// order, then the task-graph policies.
+/// Every policy the library registers, in [`plb_core::policies::all`]'s
+/// order.
 pub fn policies() -> &'static [PolicyInfo] {
     static POLICIES: OnceLock<Vec<PolicyInfo>> = OnceLock::new();
     POLICIES.get_or_init(|| {
-        let balancers = registry::REGISTRY.iter().map(PolicyKind::Balancer);
-        let graphs = dag::DAG_POLICIES.iter().map(PolicyKind::Dag);
-        balancers
-            .chain(graphs)
-            .map(|kind| {
-                let (name, summary) = kind.name_and_summary();
-                PolicyInfo {
-                    c_name: leak_c(name),
-                    c_description: leak_c(summary),
-                    kind,
-                }
+        policies::all()
+            .iter()
+            .map(|policy| PolicyInfo {
+                c_name: leak_c(policy.name),
+                c_description: leak_c(policy.summary),
+                policy,
             })
             .collect()
     })
@@ -246,6 +225,8 @@ pub fn resolve(name: &str, starpu_names: &[&str]) -> Result<Option<&'static Poli
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plb_core::balance::registry;
+    use plb_core::dag;
 
     #[test]
     fn every_registry_entry_is_a_policy() {

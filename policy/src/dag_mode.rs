@@ -34,10 +34,10 @@
 //!
 //! `state` (the scheduler) is what push and pop take; `models` is taken
 //! alone: by a placement (seeding a codelet's saved samples, installing
-//! their fits, predictions), by `post_exec` (recording a sample, installing
-//! a refit) and by `add_workers` (installing the models file, read before
-//! the lock). No placement, fit, file I/O or StarPU call that may call back
-//! runs under either lock: under `state` only plain queries (whether a
+//! their fits, predictions) and by `post_exec` (recording a sample,
+//! installing a refit); the models file is read at the first placement,
+//! before the models lock is taken to install it. No placement, fit, file
+//! I/O or StarPU call that may call back runs under either lock: under `state` only plain queries (whether a
 //! task's input is on a node, at pop). Whom to wake is decided by the
 //! scheduler under `state` (`plb_core::sleepers`); the adapter wakes them
 //! after releasing it.
@@ -116,6 +116,17 @@ impl DagPolicy {
     /// Places a batch (no lock held but the models' for the predictions)
     /// and prefetches each task's input.
     fn place(&self, batch: Batch<Task>) -> Decided<Task> {
+        // The models file is read once, at the first placement (StarPU's
+        // workers are up and named: the file's identity names them), with
+        // no lock held.
+        if !relaxed_lock(&self.models).persisted.is_open() {
+            let mut file = Persisted::default();
+            file.open();
+            let mut models = relaxed_lock(&self.models);
+            if !models.persisted.is_open() {
+                models.persisted = file;
+            }
+        }
         // StarPU's view of each task: capability, transfers, affinity.
         let facts = batch.facts();
         // A codelet's first tasks: its saved samples (read from the file
@@ -199,6 +210,8 @@ fn ids(workers: Vec<usize>) -> Vec<WorkerId> {
 }
 
 impl SchedPolicy for DagPolicy {
+    const PREFETCHES_AT_PLACEMENT: bool = true;
+
     fn new(_ctx: SchedCtx, info: &'static PolicyInfo) -> Self {
         let tuning = crate::config::tuning_or_default(info.name());
         let method = info.dag().map_or(Method::Heft, |e| {
@@ -227,19 +240,6 @@ impl SchedPolicy for DagPolicy {
                 node: id.memory_node(),
             })
             .collect();
-        // The models file is read once, at the context's set-up, without any
-        // lock held (never under a push, pop or post_exec).
-        let file = (!relaxed_lock(&self.models).persisted.is_open()).then(|| {
-            let mut file = Persisted::default();
-            file.open();
-            file
-        });
-        if let Some(file) = file {
-            let mut models = relaxed_lock(&self.models);
-            if !models.persisted.is_open() {
-                models.persisted = file;
-            }
-        }
         let mut st = relaxed_lock(&self.state);
         st.add_workers(&joined, &self.g.idle);
         self.g.members.store(st.members().len(), Ordering::Release);

@@ -33,6 +33,20 @@ pub mod stats;
 pub mod task_mode;
 pub mod trace;
 
+/// StarPU's description of catalog entry `info`: the policy type of the
+/// family that decides for it (the only place that names the policy types;
+/// the adapter under [`starpu`] knows only the [`starpu::SchedPolicy`]
+/// trait).
+pub(crate) fn policy_struct(info: &'static catalog::PolicyInfo) -> starpu_sys::starpu_sched_policy {
+    match info.decider() {
+        catalog::Decider::CentralQueue => {
+            starpu::policy_struct::<central_queue::CentralQueuePolicy>(info)
+        }
+        catalog::Decider::Epochs(_) => starpu::policy_struct::<task_mode::TaskModePolicy>(info),
+        catalog::Decider::Graph(_) => starpu::policy_struct::<dag_mode::DagPolicy>(info),
+    }
+}
+
 /// Starts `env_logger` once (filter from `RUST_LOG`; errors only by default).
 pub fn init_logging() {
     let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("error"))

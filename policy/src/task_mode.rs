@@ -151,6 +151,8 @@ pub struct TaskModePolicy {
     mailboxes: Vec<Mutex<Mailbox>>,
     /// Per worker: its mailbox holds samples or reports.
     pending: Vec<PaddedFlag>,
+    /// The models file has been read ([`TaskModePolicy::open_models_file`]).
+    models_open: AtomicBool,
     /// Tasks held, members (resynchronised at pop:
     /// [`TaskModePolicy::sync_members`]), idle flags, timers (refit jobs and
     /// balancer consults; the time `state` is held).
@@ -223,6 +225,19 @@ impl TaskModePolicy {
         let jobs = sched.deliver(worker, finished, book);
         let cfg = book.fit_config();
         jobs.into_iter().map(|j| (j, cfg.clone())).collect()
+    }
+
+    /// Reads the models file (no lock held) and installs it, once: at the
+    /// first push, when StarPU's workers are up and named (the file's
+    /// identity names them).
+    fn open_models_file(&self) {
+        let mut file = Persisted::default();
+        file.open();
+        let mut st = relaxed_lock(&self.state);
+        if !st.persisted.is_open() {
+            st.persisted = file;
+        }
+        self.models_open.store(true, Ordering::Release);
     }
 
     /// Runs refit jobs (no lock held) and installs their results.
@@ -316,6 +331,7 @@ impl SchedPolicy for TaskModePolicy {
             }),
             mailboxes: (0..n).map(|_| Mutex::new(Mailbox::default())).collect(),
             pending: (0..n).map(|_| PaddedFlag::default()).collect(),
+            models_open: AtomicBool::new(false),
             g: Gauges::new(n),
         }
     }
@@ -329,19 +345,7 @@ impl SchedPolicy for TaskModePolicy {
             .into_iter()
             .map(|(w, k)| (w.index(), k))
             .collect();
-        // The models file is read once, at the context's set-up, outside
-        // the lock (never under a push or pop).
-        let file = (!relaxed_lock(&self.state).persisted.is_open()).then(|| {
-            let mut file = Persisted::default();
-            file.open();
-            file
-        });
         let mut st = relaxed_lock(&self.state);
-        if let Some(file) = file
-            && !st.persisted.is_open()
-        {
-            st.persisted = file;
-        }
         st.sched.add_workers(&added);
         st.sched.set_reserving(prefetch_useful());
         self.g
@@ -365,6 +369,9 @@ impl SchedPolicy for TaskModePolicy {
     }
 
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
+        if !self.models_open.load(Ordering::Acquire) {
+            self.open_models_file();
+        }
         let now = now_s();
         let mut st = relaxed_lock(&self.state);
         let mut t0 = self.g.held.start();

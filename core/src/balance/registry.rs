@@ -86,6 +86,10 @@ pub struct Entry {
     pub build: fn(&Args, &BuildContext<'_>) -> Result<BoxedBalancer, String>,
 }
 
+/// The balancer whose task mode is one central FIFO rather than epochs
+/// (`greedy`: the papers' greedy baseline; see [`crate::policies`]).
+pub const CENTRAL_QUEUE_BALANCER: &str = greedy::ENTRY.name;
+
 /// Every balancer, one line each.
 pub const REGISTRY: &[Entry] = &[
     greedy::ENTRY,

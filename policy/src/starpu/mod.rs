@@ -34,6 +34,7 @@ pub use ctx::{
 pub use divisible_ffi::{all_worker_ids, kinds_of, worker_kinds, worker_names};
 pub use emulate_codelets::{ENV as EMULATE_ENV, emulate_after, emulation_in_force};
 pub use interpose::known_policies;
+pub(crate) use registry::policy_struct;
 pub use registry::{policy_by_name, registered_policies};
 pub use task::{Task, TaskRef};
 
@@ -70,6 +71,10 @@ pub trait SchedPolicy: Send + Sync + 'static {
     fn new(ctx: SchedCtx, info: &'static crate::catalog::PolicyInfo) -> Self
     where
         Self: Sized;
+
+    /// Whether the policy prefetches each task's input when it places it
+    /// (StarPU 1.4's core then does not prefetch it again).
+    const PREFETCHES_AT_PLACEMENT: bool = false;
 
     /// The `STARPU_SCHED` name (listed in [`crate::catalog`]).
     fn name(&self) -> &'static str;

@@ -7,13 +7,12 @@ use starpu_sys as sys;
 use super::SchedPolicy;
 use super::callbacks::*;
 use crate::catalog::{PolicyInfo, policies};
-use crate::central_queue::CentralQueuePolicy;
-use crate::dag_mode::DagPolicy;
-use crate::task_mode::TaskModePolicy;
 
-/// Builds StarPU's description of policy `P`.
-fn policy_struct<P: SchedPolicy>(info: &'static PolicyInfo) -> sys::starpu_sched_policy {
-    sys::starpu_sched_policy {
+/// Builds StarPU's description of catalog entry `info` run by policy type
+/// `P` (the crate root says which type serves which entry).
+pub(crate) fn policy_struct<P: SchedPolicy>(info: &'static PolicyInfo) -> sys::starpu_sched_policy {
+    #[allow(unused_mut)]
+    let mut s = sys::starpu_sched_policy {
         init_sched: Some(init_sched::<P>),
         deinit_sched: Some(deinit_sched::<P>),
         push_task: Some(push_task::<P>),
@@ -26,29 +25,14 @@ fn policy_struct<P: SchedPolicy>(info: &'static PolicyInfo) -> sys::starpu_sched
         policy_description: info.c_description.as_ptr(),
         worker_type: sys::STARPU_WORKER_LIST,
         ..Default::default()
+    };
+    // A policy that prefetches at placement: StarPU 1.4's core must not
+    // prefetch too (it asserts on a second prefetch of a task).
+    #[cfg(not(starpu_1_3))]
+    if P::PREFETCHES_AT_PLACEMENT {
+        s.prefetches = 1;
     }
-}
-
-/// The C struct for a catalog entry: the central FIFO for `greedy`, the
-/// task-graph scheduler for `plb-heft`, `dada` and `dada-cp`, the task-mode
-/// scheduler (epochs balanced by the entry's balancer) for every other
-/// registry balancer.
-fn build(info: &'static PolicyInfo) -> Option<sys::starpu_sched_policy> {
-    Some(if info.is_central_fifo() {
-        policy_struct::<CentralQueuePolicy>(info)
-    } else if info.dag().is_some() {
-        #[allow(unused_mut)]
-        let mut s = policy_struct::<DagPolicy>(info);
-        // It prefetches at placement: StarPU 1.4's core must not prefetch
-        // too (it asserts on a second prefetch of a task).
-        #[cfg(not(starpu_1_3))]
-        {
-            s.prefetches = 1;
-        }
-        s
-    } else {
-        policy_struct::<TaskModePolicy>(info)
-    })
+    s
 }
 
 /// Leaked, immutable policy structs plus a NULL-terminated pointer list.
@@ -68,7 +52,12 @@ fn registry() -> &'static Registry {
     REGISTRY.get_or_init(|| {
         let by_name: Vec<_> = policies()
             .iter()
-            .filter_map(|info| Some((info.name(), Box::into_raw(Box::new(build(info)?)))))
+            .map(|info| {
+                (
+                    info.name(),
+                    Box::into_raw(Box::new(crate::policy_struct(info))),
+                )
+            })
             .collect();
         let mut list: Vec<_> = by_name.iter().map(|&(_, p)| p).collect();
         list.push(std::ptr::null_mut());
