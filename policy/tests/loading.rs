@@ -225,7 +225,12 @@ fn other_build(dir: &str) -> Option<PathBuf> {
 
 /// A library of another build, the variables that load it, what it was
 /// built for, and how its error line ends.
-type Case = (PathBuf, Vec<(&'static str, String)>, &'static str, &'static str);
+type Case = (
+    PathBuf,
+    Vec<(&'static str, String)>,
+    &'static str,
+    &'static str,
+);
 
 #[test]
 fn a_library_built_for_another_starpu_is_refused() {
