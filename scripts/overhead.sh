@@ -71,7 +71,7 @@ run() {
 }
 
 figure() {
-  local fig="$1" ncpu="$2"
+  local fig="$1" ncpu="$2" p r v lock n
   shift 2
   echo "overhead: $fig, $ncpu CPU workers: calibration and learning runs" >&2
   for p in "${policies[@]}"; do run "$fig" "$p" "$ncpu" "" "$@" >/dev/null; done
@@ -96,7 +96,7 @@ values() { awk -v f="$1" -v c="$2" -v p="$3" '$1==f && $2==c && $3==p && $4=="va
 mkdir -p "$(dirname "$csv")"
 echo "figure,workers,policy,median,min,max,vs_eager,vs_dmda,lock_us_per_task" >"$csv"
 report() {
-  local fig="$1" ncpu="$2" title="$3" unit="$4" eager dmda
+  local fig="$1" ncpu="$2" title="$3" unit="$4" eager dmda p
   read -r eager _ _ < <(values "$fig" "$ncpu" eager | stats)
   read -r dmda _ _ < <(values "$fig" "$ncpu" dmda | stats)
   echo
@@ -114,15 +114,15 @@ report() {
 }
 
 echo "overhead: $reps interleaved repetitions; real runs on this machine ($(nproc) cores), no emulation; StarPU 1.4.10"
-for n in 2 4 8; do
-  figure tasks "$n" "$examples/tasks_overhead" -i "$tasks"
-  figure chol "$n" "$examples/cholesky_implicit" -size "$chol_size" -nblocks 24
+for workers in 2 4 8; do
+  figure tasks "$workers" "$examples/tasks_overhead" -i "$tasks"
+  figure chol "$workers" "$examples/cholesky_implicit" -size "$chol_size" -nblocks 24
 done
-for n in 2 4 8; do
-  report tasks "$n" "1. tasks_overhead -i $tasks (empty tasks)" "µs/task"
+for workers in 2 4 8; do
+  report tasks "$workers" "1. tasks_overhead -i $tasks (empty tasks)" "µs/task"
 done
-for n in 2 4 8; do
-  report chol "$n" "2. cholesky_implicit -size $chol_size -nblocks 24 (2600 small tasks)" "ms"
+for workers in 2 4 8; do
+  report chol "$workers" "2. cholesky_implicit -size $chol_size -nblocks 24 (2600 small tasks)" "ms"
 done
 echo
 echo "written: $csv"
