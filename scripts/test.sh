@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh) and runs every test: unit tests, the framework
 # stress tests against real StarPU and the compatibility suite over
-# StarPU's example applications, against StarPU 1.3.10 and 1.4.10, and the
-# StarPU-SimGrid check.
+# StarPU's example applications, against StarPU 1.3.10 and 1.4.10, the
+# StarPU-SimGrid check, and StarPU 1.4.10's own test suite under our
+# policies (scripts/starpu-tests.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -40,3 +41,10 @@ done
 # The cross-check of our simulator against StarPU-SimGrid (builds its C
 # program; fails if the two makespans differ by more than 25%).
 bash scripts/simgrid.sh --xcheck --out target/simgrid-xcheck
+# StarPU 1.4.10's own test suite (tests/ of its source package: main,
+# datawizard, sched_ctx, overlap, perfmodels, ...), native and SimGrid,
+# under eager and under every policy of ours loaded by STARPU_SCHED_LIB, in
+# its CI plan (--quick: every test under eager, greedy, plb-hac and dada, a
+# subset under the others; docs/starpu14.md). Fails if a test that passes
+# under eager does not pass under one of ours.
+bash scripts/starpu-tests.sh --quick --out target/starpu-tests
