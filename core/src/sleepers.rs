@@ -52,11 +52,6 @@ impl Sleepers {
         }
     }
 
-    /// Whether the drivers sleep after an empty pop.
-    pub fn blocking(&self) -> bool {
-        self.blocking
-    }
-
     /// Whether worker `w` is marked idle.
     pub fn is_idle(&self, w: usize) -> bool {
         self.flags

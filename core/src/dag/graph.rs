@@ -77,11 +77,6 @@ impl<T: GraphTask> GraphSched<T> {
         self.ready.len() + self.lines.held()
     }
 
-    /// Tasks no worker of the context can run.
-    pub fn stranded(&self) -> usize {
-        self.stranded.len()
-    }
-
     /// The context's workers.
     pub fn members(&self) -> &[Member] {
         &self.members
@@ -113,7 +108,16 @@ impl<T: GraphTask> GraphSched<T> {
             let back = self.lines.take_line(w).into_iter().map(|p| p.task);
             self.ready.extend(back);
         }
-        if self.ready.is_empty() || self.activating {
+        if self.ready.is_empty() {
+            return Vec::new();
+        }
+        self.one_to_place(sleepers)
+    }
+
+    /// One idle worker to place the ready tasks, unless a worker is
+    /// placing a batch (it looks at the ready list again when it is done).
+    fn one_to_place(&self, sleepers: &Sleepers) -> Vec<usize> {
+        if self.activating {
             return Vec::new();
         }
         sleepers
@@ -126,13 +130,7 @@ impl<T: GraphTask> GraphSched<T> {
     /// it), unless a worker is placing a batch.
     pub fn push(&mut self, task: T, sleepers: &Sleepers) -> Vec<usize> {
         self.ready.push_back(task);
-        if self.activating {
-            return Vec::new();
-        }
-        sleepers
-            .wake_one(self.members.iter().map(|m| m.id), |_| true)
-            .into_iter()
-            .collect()
+        self.one_to_place(sleepers)
     }
 
     /// Takes a batch to place if one is ready and nobody places one.

@@ -36,6 +36,13 @@ pub struct Fake {
     pub priority: i32,
 }
 
+impl Fake {
+    /// Whether worker `w` can run it.
+    pub fn runs_on(&self, w: usize) -> bool {
+        self.mask >> w & 1 == 1
+    }
+}
+
 /// A scenario: workers (0 an accelerator, the others CPUs), the tasks the
 /// submitter pushes, a worker that may leave.
 pub struct Plan {
@@ -454,8 +461,7 @@ impl<S: Side> Sim<S> {
             .iter()
             .copied()
             .filter(|&i| {
-                (0..self.workers.len())
-                    .any(|w| !self.removed[w] && self.plan.tasks[i].mask >> w & 1 == 1)
+                (0..self.workers.len()).any(|w| !self.removed[w] && self.plan.tasks[i].runs_on(w))
             })
             .collect();
         if !runnable_left.is_empty() {

@@ -26,7 +26,7 @@ impl GraphTask for Fake {
         self.priority
     }
     fn implementation_on(&self, worker: usize) -> Option<u32> {
-        (self.mask >> worker & 1 == 1).then_some(0)
+        self.runs_on(worker).then_some(0)
     }
     fn transfer_to_node_s(&self, node: usize) -> Option<f64> {
         // The accelerator (node 1) is a transfer away.

@@ -21,7 +21,7 @@ impl SchedTask for Fake {
         self.units
     }
     fn implementation_on(&self, pu: usize) -> Option<u32> {
-        (self.mask >> pu & 1 == 1).then_some(0)
+        self.runs_on(pu).then_some(0)
     }
     fn transfer_s(&self, _pu: usize) -> Option<f64> {
         None

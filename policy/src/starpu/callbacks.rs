@@ -10,7 +10,7 @@ use std::ptr::{self, NonNull};
 use starpu_sys as sys;
 
 use super::SchedPolicy;
-use super::ctx::{SchedCtx, WorkerId, now_us, wake_worker};
+use super::ctx::{SchedCtx, WorkerId, now_us, wake_now};
 use super::guard::ffi_guard;
 use super::task::{Task, TaskRef};
 use crate::stats::{ContextStats, StartTimes, summary_requested};
@@ -257,7 +257,7 @@ fn wake_all(what: &str, workers: Vec<WorkerId>) {
     if workers.is_empty() {
         return;
     }
-    ffi_guard(what, (), || workers.into_iter().for_each(wake_worker));
+    ffi_guard(what, (), || wake_now(workers));
 }
 
 /// Converts StarPU's worker array argument.

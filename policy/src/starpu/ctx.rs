@@ -141,7 +141,7 @@ pub fn now_us() -> f64 {
 }
 
 /// Wakes `worker` if it sleeps; call with no policy lock held.
-pub(crate) fn wake_worker(worker: WorkerId) {
+fn wake_worker(worker: WorkerId) {
     // SAFETY: the id came from the context's own worker list.
     unsafe { sys::starpu_wake_worker_relax_light(worker.0 as i32) };
 }
