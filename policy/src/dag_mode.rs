@@ -19,7 +19,9 @@
 //!   lines. The last step gives the worker its line's next task (highest
 //!   priority first, ready data first) or one it steals.
 //! * **post_exec**: the worker's expected end is corrected and the measured
-//!   time recorded in the models (a refit, when due, runs with no lock).
+//!   time recorded in the models (a refit, when due, runs with no lock); a
+//!   worker's first sample of a codelet releases the tasks deferred until
+//!   a kind had a prediction (`GraphSched::model_learned`).
 //!
 //! # Models
 //!
@@ -306,10 +308,7 @@ impl SchedPolicy for DagPolicy {
                             "{}: placing a batch panicked; its tasks went to capable workers directly",
                             self.name
                         );
-                        Decided {
-                            decisions: Vec::new(),
-                            stranded: Vec::new(),
-                        }
+                        Decided::nothing()
                     }));
                 }
                 GraphStep::Task(t, woken) => break (Some(t), woken),
@@ -346,17 +345,27 @@ impl SchedPolicy for DagPolicy {
         if codelet == 0 {
             return Vec::new();
         }
-        let due = {
+        let (due, first) = {
             let mut models = relaxed_lock(&self.models);
-            let book = &mut models.graph.book;
-            let job = book.record(w, codelet, units, secs);
-            job.map(|j| (j, book.fit_config().clone()))
+            let (job, first) = models.graph.record(w, codelet, units, secs);
+            (
+                job.map(|j| (j, models.graph.book.fit_config().clone())),
+                first,
+            )
         };
         if let Some((job, cfg)) = due {
             let fitted = self.g.work.time(|| job.run(&cfg));
             relaxed_lock(&self.models).graph.book.install(fitted);
         }
-        Vec::new()
+        if !first {
+            return Vec::new();
+        }
+        // A new prediction: tasks deferred for it are placed again.
+        let mut st = relaxed_lock(&self.state);
+        let wake = st.model_learned(&self.g.idle);
+        self.g.queued.store(st.held(), Ordering::Release);
+        drop(st);
+        ids(wake)
     }
 
     fn predicted_s(&self, task: TaskRef<'_>, worker: WorkerId) -> Option<f64> {

@@ -79,15 +79,16 @@ impl SchedTask for Task {
 
 /// Process-wide task-mode counters (atomics: updated from the pop path
 /// without another lock).
-static COUNTERS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+static COUNTERS: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
 
-fn counters_array(c: &TaskModeCounters) -> [u64; 5] {
+fn counters_array(c: &TaskModeCounters) -> [u64; 6] {
     [
         c.epochs,
         c.epoch_tasks,
         c.fallback_tasks,
         c.dissolved_tasks,
         c.forced_completions,
+        c.tail_steals,
     ]
 }
 
@@ -101,6 +102,7 @@ pub fn task_mode_counters() -> TaskModeCounters {
         fallback_tasks: v[2],
         dissolved_tasks: v[3],
         forced_completions: v[4],
+        tail_steals: v[5],
     }
 }
 

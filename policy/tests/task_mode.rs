@@ -138,6 +138,7 @@ fn delta(a: TaskModeCounters, b: TaskModeCounters) -> TaskModeCounters {
         fallback_tasks: b.fallback_tasks - a.fallback_tasks,
         dissolved_tasks: b.dissolved_tasks - a.dissolved_tasks,
         forced_completions: b.forced_completions - a.forced_completions,
+        tail_steals: b.tail_steals - a.tail_steals,
     }
 }
 

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use super::lines::Placed;
 use super::{Affinity, DagTask, DagWorker, Method, place};
 use crate::balance::WorkerKind;
-use crate::taskmode::placement::{Candidate, ModelBook, choose};
+use crate::taskmode::placement::{Candidate, ModelBook, RefitJob, choose};
 
 /// A task as the task-graph policies see it.
 pub trait GraphTask {
@@ -79,12 +79,31 @@ pub struct Decision<T> {
     pub est_s: f64,
 }
 
-/// A placed batch: its decisions, and the tasks no member can run.
+/// A placed batch: its decisions, the tasks no member can run, and the
+/// tasks held back until a kind's first sample arrives.
 pub struct Decided<T> {
     /// The placements.
     pub decisions: Vec<Decision<T>>,
     /// Tasks no member of the batch can run.
     pub stranded: Vec<T>,
+    /// Tasks a kind being trained could run, not placed because every
+    /// worker with a prediction would make them wait longer than they run
+    /// (see [`decide`]).
+    pub deferred: Vec<T>,
+    /// The kinds those tasks wait for.
+    pub awaited: Vec<WorkerKind>,
+}
+
+impl<T> Decided<T> {
+    /// Nothing placed (a placement that failed hands this back).
+    pub fn nothing() -> Decided<T> {
+        Decided {
+            decisions: Vec::new(),
+            stranded: Vec::new(),
+            deferred: Vec::new(),
+            awaited: Vec::new(),
+        }
+    }
 }
 
 impl<T: GraphTask> Batch<T> {
@@ -138,13 +157,30 @@ pub struct GraphModels {
 }
 
 /// What the models say of a batch: each task's predicted seconds per
-/// member, and the member that trains a kind with no model yet.
+/// member, the member that trains a kind with no model yet, and the kinds
+/// with no prediction whose training sample is still out.
 pub struct Costs {
     cost: Vec<Vec<Option<f64>>>,
     train: Vec<Option<usize>>,
+    awaiting: Vec<Vec<WorkerKind>>,
 }
 
 impl GraphModels {
+    /// Records a measured run of `codelet` on `worker`; returns the refit
+    /// when one is due, and whether this was the worker's first sample of
+    /// the codelet (a prediction that did not exist now does: tasks held
+    /// back for it can be placed).
+    pub fn record(
+        &mut self,
+        worker: usize,
+        codelet: usize,
+        units: f64,
+        secs: f64,
+    ) -> (Option<RefitJob>, bool) {
+        let first = self.book.prediction(worker, codelet, units).is_none();
+        (self.book.record(worker, codelet, units, secs), first)
+    }
+
     /// Our prediction of `units` of `codelet` on member `m`: its own model,
     /// else a worker of the same kind's (one sample is enough: tiles of a
     /// task graph mostly share one size).
@@ -165,6 +201,7 @@ impl GraphModels {
     pub fn costs<T: GraphTask>(&mut self, batch: &Batch<T>, facts: &[Facts]) -> Costs {
         let members = &batch.members;
         let mut train = vec![None; batch.tasks.len()];
+        let mut awaiting = vec![Vec::new(); batch.tasks.len()];
         let cost = batch
             .tasks
             .iter()
@@ -195,17 +232,39 @@ impl GraphModels {
                                 .then(batch.queued[a].cmp(&batch.queued[b]))
                         });
                 }
+                for m in 0..members.len() {
+                    let kind = members[m].kind;
+                    if f.capable[m].is_some()
+                        && cost[m].is_none()
+                        && train[k].is_none_or(|t| members[t].kind != kind)
+                        && self.training.contains(&(kind, codelet))
+                        && !awaiting[k].contains(&kind)
+                    {
+                        awaiting[k].push(kind);
+                    }
+                }
                 cost
             })
             .collect();
-        Costs { cost, train }
+        Costs {
+            cost,
+            train,
+            awaiting,
+        }
     }
 }
 
 /// Places `batch` by `method` (no lock, no model access): tasks being
 /// trained and tasks with no prediction anywhere by the fallback rule
 /// (earliest predicted finish, round robin among unknowns), the others by
-/// HEFT or DADA. Predictions in the decisions are indexed by worker id.
+/// HEFT or DADA. A task that a kind still being trained could run (its
+/// first sample not in) goes to the earliest finish among the workers with
+/// a prediction only if it would start there within its own length;
+/// otherwise it is deferred, to be placed when the sample arrives or a
+/// worker runs dry (placing it now would commit it to the trained kind
+/// alone: on independent tasks that starved every CPU worker while the
+/// GPUs' lines filled). Predictions in the decisions are indexed by
+/// worker id.
 pub fn decide<T: GraphTask>(
     method: Method,
     batch: Batch<T>,
@@ -222,6 +281,8 @@ pub fn decide<T: GraphTask>(
     } = batch;
     let mut decisions = Vec::with_capacity(tasks.len());
     let mut stranded = Vec::new();
+    let mut deferred = Vec::new();
+    let mut awaited: Vec<WorkerKind> = Vec::new();
     let mut graph_tasks = Vec::new();
     let mut graph_meta = Vec::new();
     for (k, ((task, f), cost)) in tasks.into_iter().zip(facts).zip(costs.cost).enumerate() {
@@ -253,6 +314,28 @@ pub fn decide<T: GraphTask>(
             queued[m] += 1;
             let prio = task.priority();
             decisions.push((Placed::new(task, prio, cost, f.transfer), m, est));
+            continue;
+        }
+        if !costs.awaiting[k].is_empty() {
+            let best = (0..members.len())
+                .filter_map(|m| cost[m].map(|c| (m, c)))
+                .min_by(|a, b| (loads[a.0] + a.1).total_cmp(&(loads[b.0] + b.1)));
+            match best {
+                Some((m, c)) if loads[m] <= c => {
+                    loads[m] += c;
+                    queued[m] += 1;
+                    let prio = task.priority();
+                    decisions.push((Placed::new(task, prio, cost, f.transfer), m, c));
+                }
+                _ => {
+                    for &kind in &costs.awaiting[k] {
+                        if !awaited.contains(&kind) {
+                            awaited.push(kind);
+                        }
+                    }
+                    deferred.push(task);
+                }
+            }
             continue;
         }
         graph_tasks.push(DagTask {
@@ -323,5 +406,7 @@ pub fn decide<T: GraphTask>(
     Decided {
         decisions,
         stranded,
+        deferred,
+        awaited,
     }
 }

@@ -13,11 +13,17 @@
 //!   then it takes its line's next task (highest priority first, data
 //!   already on its node first) or steals one it would finish first.
 //! * **completion**: the worker's expected end is corrected.
+//! * **deferred tasks** ([`super::decide`]: a kind that could run them is
+//!   still being trained) wait apart; they go back to the ready list when
+//!   a worker's first sample of a codelet arrives
+//!   ([`GraphSched::model_learned`]), or a few at a time when a worker of
+//!   a kind they do not wait for finds its line empty.
 
 use std::collections::VecDeque;
 
 use super::decide::{Batch, Decided, GraphTask, Member};
 use super::lines::Lines;
+use crate::balance::WorkerKind;
 use crate::sleepers::Sleepers;
 
 /// Most ready tasks one activation places (the rest wait for the next).
@@ -36,6 +42,12 @@ pub struct GraphSched<T> {
     /// Tasks no worker of the context can run (offered again when workers
     /// join).
     stranded: Vec<T>,
+    /// Tasks deferred until a kind in `awaited` has a prediction.
+    waiting: VecDeque<T>,
+    /// The kinds the waiting tasks wait for.
+    awaited: Vec<WorkerKind>,
+    /// Tasks deferred so far (a task deferred twice counts twice).
+    deferrals: u64,
     rotate: usize,
 }
 
@@ -68,13 +80,42 @@ impl<T: GraphTask> GraphSched<T> {
             members: Vec::new(),
             activating: false,
             stranded: Vec::new(),
+            waiting: VecDeque::new(),
+            awaited: Vec::new(),
+            deferrals: 0,
             rotate: 0,
         }
     }
 
-    /// Tasks held (ready, queued on lines; not the stranded ones).
+    /// Tasks held (ready, deferred, queued on lines; not the stranded
+    /// ones).
     pub fn held(&self) -> usize {
-        self.ready.len() + self.lines.held()
+        self.ready.len() + self.waiting.len() + self.lines.held()
+    }
+
+    /// Tasks deferred so far (see [`super::decide::decide`]).
+    pub fn deferrals(&self) -> u64 {
+        self.deferrals
+    }
+
+    /// A worker's first sample of a codelet arrived: the deferred tasks go
+    /// back to the ready list (ahead of newer ones); returns one idle
+    /// worker to wake to place them.
+    pub fn model_learned(&mut self, sleepers: &Sleepers) -> Vec<usize> {
+        self.awaited.clear();
+        if self.waiting.is_empty() {
+            return Vec::new();
+        }
+        self.release_waiting(self.waiting.len());
+        self.one_to_place(sleepers)
+    }
+
+    /// Moves the `n` oldest deferred tasks to the front of the ready list.
+    fn release_waiting(&mut self, n: usize) {
+        let n = n.min(self.waiting.len());
+        for t in self.waiting.drain(..n).rev() {
+            self.ready.push_front(t);
+        }
     }
 
     /// The context's workers.
@@ -108,6 +149,9 @@ impl<T: GraphTask> GraphSched<T> {
             let back = self.lines.take_line(w).into_iter().map(|p| p.task);
             self.ready.extend(back);
         }
+        // The kinds the deferred tasks waited for may have left.
+        self.awaited.clear();
+        self.release_waiting(self.waiting.len());
         if self.ready.is_empty() {
             return Vec::new();
         }
@@ -176,6 +220,13 @@ impl<T: GraphTask> GraphSched<T> {
                 wake.push(w);
             }
         }
+        self.deferrals += decided.deferred.len() as u64;
+        self.waiting.extend(decided.deferred);
+        for kind in decided.awaited {
+            if !self.awaited.contains(&kind) {
+                self.awaited.push(kind);
+            }
+        }
         if !decided.stranded.is_empty() {
             log::warn!(
                 "{} task(s) no worker of the context can run; held until one joins",
@@ -217,6 +268,25 @@ impl<T: GraphTask> GraphSched<T> {
         if let Some(decided) = back {
             let woken = self.install(decided, sleepers);
             round.wake.extend(woken);
+        }
+        if !self.waiting.is_empty() && !self.activating && self.lines.queued(worker) == 0 {
+            // Running dry while tasks wait for another kind's first
+            // sample: a few are placed again (at least one comes here if
+            // this worker can run it and has a prediction). A worker of an
+            // awaited kind does the same once no worker of its kind runs
+            // anything (no sample of it is on its way).
+            if let Some(kind) = self.members.iter().find(|m| m.id == worker).map(|m| m.kind) {
+                let lines = &self.lines;
+                let stalled = !self.awaited.contains(&kind)
+                    || self
+                        .members
+                        .iter()
+                        .filter(|m| m.kind == kind)
+                        .all(|m| lines.running(m.id) == 0);
+                if stalled {
+                    self.release_waiting(self.members.len());
+                }
+            }
         }
         if round.activations < ACTIVATIONS_PER_POP
             && let Some(batch) = self.take_batch(now)
@@ -266,8 +336,125 @@ impl<T: GraphTask> GraphSched<T> {
     /// Takes every task held (at deinit; normally none).
     pub fn drain(&mut self) -> Vec<T> {
         let mut out: Vec<T> = self.ready.drain(..).collect();
+        out.extend(self.waiting.drain(..));
         out.extend(self.lines.drain());
         out.append(&mut self.stranded);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dag::Method;
+    use crate::dag::decide::{GraphModels, decide};
+
+    /// An independent task of codelet 1 that every worker can run.
+    struct Job(usize);
+
+    impl GraphTask for Job {
+        fn id(&self) -> usize {
+            self.0
+        }
+        fn codelet(&self) -> usize {
+            1
+        }
+        fn units(&self) -> f64 {
+            1.0
+        }
+        fn priority(&self) -> i32 {
+            0
+        }
+        fn implementation_on(&self, _worker: usize) -> Option<u32> {
+            Some(0)
+        }
+        fn transfer_to_node_s(&self, _node: usize) -> Option<f64> {
+            Some(0.0)
+        }
+        fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64> {
+            vec![0.0; nodes.len()]
+        }
+        fn input_on_node(&self, _node: usize) -> bool {
+            true
+        }
+    }
+
+    /// Pops for `w` until it gets a task or none, placing every batch with
+    /// `models`; returns the task's id.
+    fn pop(
+        s: &mut GraphSched<Job>,
+        models: &mut GraphModels,
+        sleepers: &Sleepers,
+        w: usize,
+    ) -> Option<usize> {
+        let mut round = GraphRound::default();
+        let mut back = None;
+        loop {
+            match s.pop_step(w, 0, 0.0, sleepers, &mut round, back.take()) {
+                GraphStep::Place(batch, _) => {
+                    let facts = batch.facts();
+                    let costs = models.costs(&batch, &facts);
+                    back = Some(decide(Method::Heft, batch, facts, costs));
+                }
+                GraphStep::Task(t, _) => return Some(t.0),
+                GraphStep::Empty(_) => return None,
+            }
+        }
+    }
+
+    /// Independent tasks while the CPUs' first sample is out are not all
+    /// committed to the GPU (which starved every CPU worker of StarPU's
+    /// `parallel_independent_homogeneous_tasks`): they wait, and are spread
+    /// over every worker once the CPUs' sample arrives.
+    #[test]
+    fn tasks_wait_for_a_kind_in_training_instead_of_piling_on_the_trained_one() {
+        let members = [
+            Member {
+                id: 0,
+                kind: WorkerKind::Cuda,
+                node: 0,
+            },
+            Member {
+                id: 1,
+                kind: WorkerKind::Cpu,
+                node: 0,
+            },
+            Member {
+                id: 2,
+                kind: WorkerKind::Cpu,
+                node: 0,
+            },
+        ];
+        let sleepers = Sleepers::new(3, true);
+        let mut s = GraphSched::new(3);
+        s.add_workers(&members, &sleepers);
+        let mut models = GraphModels::default();
+        models.book.record_now(0, 1, 1.0, 0.01);
+        for i in 0..30 {
+            s.push(Job(i), &sleepers);
+        }
+        // The GPU places the batch: one task trains the CPUs (on worker
+        // 1), the GPU keeps work within one task's length, the rest wait.
+        assert!(pop(&mut s, &mut models, &sleepers, 0).is_some());
+        assert!(pop(&mut s, &mut models, &sleepers, 1).is_some());
+        assert_eq!(s.lines.queued(2), 0);
+        assert!(s.waiting.len() >= 25, "{} waiting", s.waiting.len());
+        assert_eq!(s.awaited, vec![WorkerKind::Cpu]);
+        // Worker 2 (a CPU, its kind awaited while worker 1 trains) gets
+        // nothing and releases nothing.
+        assert_eq!(pop(&mut s, &mut models, &sleepers, 2), None);
+        assert!(s.waiting.len() >= 25);
+        // The CPUs' sample: everything is placed, over all three workers.
+        s.finished(1, 0, 0.01);
+        let (_, first) = models.record(1, 1, 1.0, 0.01);
+        assert!(first);
+        s.model_learned(&sleepers);
+        assert!(pop(&mut s, &mut models, &sleepers, 2).is_some());
+        assert!(s.waiting.is_empty() && s.ready.is_empty());
+        for w in 0..3 {
+            assert!(s.lines.queued(w) >= 7, "worker {w}: {}", s.lines.queued(w));
+        }
+        // 30 tasks: one trained the CPUs, two went to the GPU.
+        assert_eq!(s.deferrals(), 27);
     }
 }

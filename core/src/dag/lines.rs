@@ -120,6 +120,11 @@ impl<T> Lines<T> {
         self.lines.get(worker).map_or(0, |l| l.items.len())
     }
 
+    /// Tasks `worker` runs (popped, completion not reported yet).
+    pub fn running(&self, worker: usize) -> usize {
+        self.lines.get(worker).map_or(0, |l| l.running.len())
+    }
+
     /// Seconds from `now` until `worker`'s running and queued work is
     /// predicted done (expected end minus now).
     pub fn load_s(&self, worker: usize, now: f64) -> f64 {

@@ -112,7 +112,12 @@ pub struct EpochStats {
     pub forced: u64,
     /// Tasks returned by [`Epoch::dissolve`].
     pub dissolved: u64,
+    /// Tasks taken from another worker's group ([`Epoch::steal_tail`]).
+    pub stolen: u64,
 }
+
+/// The block of a stolen task's ticket (no block of the driver's).
+const STOLEN_BLOCK: u64 = u64::MAX - 1;
 
 #[derive(Debug)]
 struct Pu<T> {
@@ -131,6 +136,13 @@ struct Pu<T> {
     /// First time the worker asked with an empty group and unreported
     /// tasks (pipelined workers).
     stuck_since: Option<f64>,
+    /// Tasks the block in flight was given, and how many of them other
+    /// workers took ([`Epoch::steal_tail`]).
+    block_len: usize,
+    stolen: usize,
+    /// Tasks of this epoch it ran (reported), and their seconds.
+    ran: usize,
+    ran_s: f64,
 }
 
 /// What an [`Epoch::ask`] gives.
@@ -248,6 +260,10 @@ impl<T> Epoch<T> {
                     reported: 0,
                     compute_s: 0.0,
                     stuck_since: None,
+                    block_len: 0,
+                    stolen: 0,
+                    ran: 0,
+                    ran_s: 0.0,
                 })
                 .collect(),
             longest_task_s: 0.0,
@@ -400,6 +416,49 @@ impl<T> Epoch<T> {
         }
     }
 
+    /// For a worker the balancer has nothing for now (it waits for the
+    /// others, or has given out every task): `thief` (a worker of the
+    /// epoch with an empty group) takes the last task of another worker's
+    /// group when, at the mean times measured in this epoch, it would
+    /// finish it before that worker even reaches it (the group's length
+    /// times the owner's mean). Each owner keeps at least one task of its
+    /// block, so its block still completes, reported at the rate of the
+    /// tasks it ran; the stolen task's report only counts toward the
+    /// thief's mean. Without it, fast workers idle while slow ones finish
+    /// their blocks: at each of PLB-HeC's synchronous rebalancing points,
+    /// and at every epoch's end.
+    pub fn steal_tail(&mut self, thief: usize) -> Option<(T, Ticket)> {
+        if self.dissolved {
+            return None;
+        }
+        let t = self.pu_of(thief)?;
+        let own = &self.pus[t];
+        if !own.group.is_empty() || own.ran == 0 {
+            return None;
+        }
+        let thief_s = own.ran_s / own.ran as f64;
+        let (v, _) = self
+            .pus
+            .iter()
+            .enumerate()
+            .filter(|(v, pu)| *v != t && pu.group.len() >= 2 && pu.ran > 0)
+            .map(|(v, pu)| (v, pu.group.len() as f64 * pu.ran_s / pu.ran as f64))
+            .filter(|&(_, reach_s)| thief_s < reach_s)
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let task = self.pus[v].group.pop_back()?;
+        self.pus[v].stolen += 1;
+        self.stats.handed += 1;
+        self.stats.stolen += 1;
+        Some((
+            task,
+            Ticket {
+                epoch: self.id,
+                pu: t,
+                block: STOLEN_BLOCK,
+            },
+        ))
+    }
+
     /// Hands a consult back: the blocks it gave out move into their PUs'
     /// groups (a fault is left for [`Epoch::is_stalled`]). Returns the
     /// workers that got a block.
@@ -428,8 +487,10 @@ impl<T> Epoch<T> {
                 // Dissolved during the consult: the tasks went back already.
                 continue;
             }
-            pu.group
-                .extend(self.pending.drain(..len.min(self.pending.len())));
+            let len = len.min(self.pending.len());
+            pu.group.extend(self.pending.drain(..len));
+            pu.block_len = len;
+            pu.stolen = 0;
             pu.block = Some(i.id);
             pu.handed_at = now;
             pu.outstanding = 0;
@@ -500,6 +561,8 @@ impl<T> Epoch<T> {
         let Some(pu) = self.pus.get_mut(ticket.pu) else {
             return false;
         };
+        pu.ran += 1;
+        pu.ran_s += seconds;
         if pu.block != Some(ticket.block) || pu.outstanding == 0 {
             return false;
         }
@@ -519,16 +582,15 @@ impl<T> Epoch<T> {
         let pu = &mut self.pus[p];
         pu.stuck_since = None;
         let Some(id) = pu.block.take() else { return };
+        // Tasks taken by others: the block's time at the rate of those it
+        // ran (the balancer sees the block it gave).
+        let ran = pu.block_len.saturating_sub(pu.stolen).max(1);
+        let compute_s = pu.compute_s * pu.block_len.max(1) as f64 / ran as f64;
         log::trace!(
-            "epoch {} PU {p} completes at {finished_at:.6} ({:.6} s)",
+            "epoch {} PU {p} completes at {finished_at:.6} ({compute_s:.6} s)",
             self.id,
-            pu.compute_s
         );
-        if self
-            .driver
-            .report(id, pu.compute_s, 0.0, finished_at)
-            .is_ok()
-        {
+        if self.driver.report(id, compute_s, 0.0, finished_at).is_ok() {
             self.stats.completions += 1;
         }
     }
@@ -590,6 +652,17 @@ mod tests {
     /// next event. Returns the tasks each worker ran and the tasks left
     /// (dissolved after a stall).
     fn run(ep: &mut Epoch<usize>, secs: &[f64]) -> (Vec<Vec<usize>>, Vec<usize>) {
+        let (ran, left, _) = run_with(ep, secs, false);
+        (ran, left)
+    }
+
+    /// [`run`], with workers that find nothing trying [`Epoch::steal_tail`]
+    /// when `steal`; also returns when the last task ended.
+    fn run_with(
+        ep: &mut Epoch<usize>,
+        secs: &[f64],
+        steal: bool,
+    ) -> (Vec<Vec<usize>>, Vec<usize>, f64) {
         let n = secs.len();
         let mut ran = vec![Vec::new(); n];
         // (finish time, task, ticket) of the task each worker runs.
@@ -599,7 +672,10 @@ mod tests {
         for _ in 0..1_000_000 {
             for w in 0..n {
                 if running[w].is_none() {
-                    if let Some((t, ticket)) = ep.ask_now(w, now) {
+                    let got = ep
+                        .ask_now(w, now)
+                        .or_else(|| if steal { ep.steal_tail(w) } else { None });
+                    if let Some((t, ticket)) = got {
                         running[w] = Some((now + secs[w], t, ticket));
                     }
                 }
@@ -623,7 +699,7 @@ mod tests {
             ran[w].push(t);
             ep.task_done(ticket, secs[w], now);
         }
-        (ran, left)
+        (ran, left, now)
     }
 
     fn assert_exactly_once(ran: &[Vec<usize>], left: &[usize], w: usize) {
@@ -640,6 +716,29 @@ mod tests {
                 .take(10)
                 .collect::<Vec<_>>()
         );
+    }
+
+    /// Static with equal given speeds hands two workers equal halves; the
+    /// one 4 times faster takes the slow one's tail once it has run its
+    /// own, so the epoch ends near the balanced 32 s instead of 80 s, every
+    /// task once; the slow worker keeps the head of its half and takes
+    /// nothing.
+    #[test]
+    fn a_faster_worker_takes_the_tail_of_a_slower_ones_block() {
+        let mut ep = epoch("static:speeds=1/1", 2, 40);
+        let (ran, left, end) = run_with(&mut ep, &[1.0, 4.0], false);
+        assert_exactly_once(&ran, &left, 40);
+        assert_eq!((ran[0].len(), end), (20, 80.0), "{ran:?}");
+
+        let mut ep = epoch("static:speeds=1/1", 2, 40);
+        assert!(ep.steal_tail(0).is_none(), "nothing measured yet");
+        let (ran, left, end) = run_with(&mut ep, &[1.0, 4.0], true);
+        assert_exactly_once(&ran, &left, 40);
+        assert!(left.is_empty());
+        assert!(end <= 36.0, "ended at {end} s: {ran:?}");
+        assert!(ran[1].len() >= 5, "{ran:?}");
+        assert!(ran[1].iter().all(|&t| (20..40).contains(&t)), "{ran:?}");
+        assert_eq!(ep.stats().stolen as usize, ran[0].len() - 20);
     }
 
     #[test]

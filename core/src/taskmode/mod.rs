@@ -96,6 +96,9 @@ pub struct TaskModeCounters {
     pub dissolved_tasks: u64,
     /// Epoch blocks completed without every task's report.
     pub forced_completions: u64,
+    /// Epoch tasks taken from another worker's group at an epoch's end
+    /// (`Epoch::steal_tail`; counted in `epoch_tasks` too).
+    pub tail_steals: u64,
 }
 
 impl TaskModeCounters {
@@ -106,6 +109,7 @@ impl TaskModeCounters {
         self.fallback_tasks += other.fallback_tasks;
         self.dissolved_tasks += other.dissolved_tasks;
         self.forced_completions += other.forced_completions;
+        self.tail_steals += other.tail_steals;
     }
 }
 
@@ -724,6 +728,7 @@ impl<T: SchedTask> Scheduler<T> {
                     gone.epoch.id()
                 );
                 self.counters.forced_completions += stats.forced;
+                self.counters.tail_steals += stats.stolen;
             } else {
                 i += 1;
             }
@@ -826,6 +831,22 @@ impl<T: SchedTask> Scheduler<T> {
         None
     }
 
+    /// The end game of the epochs: a task another worker's group holds and
+    /// `worker` would finish first ([`Epoch::steal_tail`]).
+    fn steal_from_epochs(&mut self, worker: usize, now: f64, book: &ModelBook) -> Option<Pop<T>> {
+        // Bounded: each round returns or moves a task out of the epochs.
+        for _ in 0..64 {
+            let x = self
+                .epochs
+                .iter_mut()
+                .find_map(|r| r.epoch.steal_tail(worker))?;
+            if let Some(t) = self.checked(worker, x, now, book) {
+                return Some(Pop::Task(t));
+            }
+        }
+        None
+    }
+
     /// Forms an epoch of the (big) staged batch and returns `worker`'s first
     /// step from the epochs, or, when [`MAX_EPOCHS`] are alive, places the
     /// batch by the fallback rule.
@@ -877,6 +898,9 @@ impl<T: SchedTask> Scheduler<T> {
             return Some(t);
         }
         if let Some(t) = self.fallback(worker, book) {
+            return Some(t);
+        }
+        if let Some(t) = self.steal_from_epochs(worker, now, book) {
             return Some(t);
         }
         // The worker would idle: the staged batch is placed (or, when big

@@ -135,7 +135,8 @@ fn tasks_without_a_codelet_go_round_robin_to_untrained_workers() {
 
 #[test]
 fn a_batch_forms_an_epoch_split_by_the_balancer() {
-    // Static with given speeds: exactly 1/4 and 3/4 of the 16 tasks.
+    // Static with given speeds: exactly 1/4 and 3/4 of the 16 tasks (the
+    // speeds true, so neither worker takes the other's tail).
     let mut s = sched("static:speeds=1/3", 2);
     let mut book = ModelBook::default();
     for i in 0..16 {
@@ -143,7 +144,7 @@ fn a_batch_forms_an_epoch_split_by_the_balancer() {
     }
     // Not yet an epoch: the batch is staged.
     assert_eq!(s.counters().epochs, 0);
-    let ran = run(&mut s, &mut book, &[1.0, 1.0]);
+    let ran = run(&mut s, &mut book, &[3.0, 1.0]);
     assert_eq!(s.counters().epochs, 1);
     assert_eq!(ran[0], (0..4).collect::<Vec<_>>());
     assert_eq!(ran[1], (4..16).collect::<Vec<_>>());

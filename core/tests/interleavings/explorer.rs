@@ -151,8 +151,16 @@ pub trait Side {
     fn task_of(run: &Self::Run) -> usize;
     /// Its size.
     fn units_of(run: &Self::Run) -> f64;
-    /// The post-execution hook of a task `w` ran for `secs`.
-    fn post_exec(&mut self, w: usize, run: Self::Run, secs: f64, now: f64);
+    /// The post-execution hook of a task `w` ran for `secs`; returns the
+    /// workers to wake after it (the hook's lock released).
+    fn post_exec(
+        &mut self,
+        w: usize,
+        run: Self::Run,
+        secs: f64,
+        now: f64,
+        sleepers: &Sleepers,
+    ) -> Vec<usize>;
     /// Tasks held.
     fn held(&self) -> usize;
     /// When `w` is expected to be done with its work.
@@ -163,6 +171,8 @@ pub trait Side {
 
 enum Then<S: Side> {
     Run(S::Run),
+    /// Pop (after a post-exec hook's wakes).
+    Pop,
     /// Do the unlocked work, then step again.
     Work(S::Round, S::Work),
     /// Sleep, unless a wake reached the worker meanwhile.
@@ -371,6 +381,8 @@ impl<S: Side> Sim<S> {
                         let left = self.plan.speed[w] * (S::units_of(&run) / 10.0).ceil() as u32;
                         Worker::Running { run, left }
                     }
+                    Then::Pop if self.removed[w] => Worker::Gone,
+                    Then::Pop => Worker::popping(),
                     Then::Settle if self.removed[w] => Worker::Gone,
                     Then::Settle if keep => Worker::popping(),
                     Then::Settle => {
@@ -389,12 +401,17 @@ impl<S: Side> Sim<S> {
                 }
                 self.ran[S::task_of(&run)] += 1;
                 let secs = f64::from(self.plan.speed[w]) * 1e-3 * S::units_of(&run) / 10.0;
-                self.side.post_exec(w, run, secs, self.now);
+                let wake = self.side.post_exec(w, run, secs, self.now, &self.sleepers);
                 self.keep_awake[w] = false;
-                self.workers[w] = if self.removed[w] {
+                self.workers[w] = if self.removed[w] && wake.is_empty() {
                     Worker::Gone
-                } else {
+                } else if wake.is_empty() {
                     Worker::popping()
+                } else {
+                    Worker::Waking {
+                        wake,
+                        then: Then::Pop,
+                    }
                 };
             }
         }

@@ -138,10 +138,27 @@ impl Side for Graph {
         run.units
     }
 
-    fn post_exec(&mut self, w: usize, run: Fake, secs: f64, now: f64) {
+    fn post_exec(
+        &mut self,
+        w: usize,
+        run: Fake,
+        secs: f64,
+        now: f64,
+        sleepers: &Sleepers,
+    ) -> Vec<usize> {
         self.sched.finished(w, run.id, now);
-        if run.codelet != 0 {
-            self.models.book.record_now(w, run.codelet, run.units, secs);
+        if run.codelet == 0 {
+            return Vec::new();
+        }
+        let (job, first) = self.models.record(w, run.codelet, run.units, secs);
+        if let Some(job) = job {
+            let fitted = job.run(self.models.book.fit_config());
+            self.models.book.install(fitted);
+        }
+        if first {
+            self.sched.model_learned(sleepers)
+        } else {
+            Vec::new()
         }
     }
 

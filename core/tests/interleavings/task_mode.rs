@@ -183,7 +183,14 @@ impl Side for TaskMode {
         run.units
     }
 
-    fn post_exec(&mut self, w: usize, run: Taken<Fake>, secs: f64, now: f64) {
+    fn post_exec(
+        &mut self,
+        w: usize,
+        run: Taken<Fake>,
+        secs: f64,
+        now: f64,
+        _sleepers: &Sleepers,
+    ) -> Vec<usize> {
         self.mailbox[w].push(Finished {
             ticket: run.ticket,
             codelet: run.codelet,
@@ -191,6 +198,7 @@ impl Side for TaskMode {
             seconds: Some(secs),
             end_s: now,
         });
+        Vec::new()
     }
 
     fn held(&self) -> usize {
