@@ -405,6 +405,7 @@ impl Command {
         let how = "build them with `bash scripts/starpu14.sh simgrid`, then our library with \
                    `bash scripts/simgrid.sh --build-only`";
         let prefix = self.prefix.clone().unwrap_or_else(run::default_prefix);
+        let prefix = std::path::absolute(&prefix).unwrap_or(prefix);
         let examples = prefix.join("lib/starpu/examples");
         if !examples.join("cholesky_implicit").is_file() {
             return Err(Failure::setup(format!(
@@ -435,6 +436,8 @@ impl Command {
             }
         }
         let library = self.library.clone().unwrap_or_else(run::simgrid_library);
+        // Absolute: StarPU opens it from each run's own directory.
+        let library = std::path::absolute(&library).unwrap_or(library);
         if !library.is_file() {
             return Err(Failure::setup(format!(
                 "our library built against the SimGrid prefix is missing ({}): {how}",
