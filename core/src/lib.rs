@@ -39,6 +39,7 @@ pub mod samples;
 pub mod sleepers;
 pub mod solve;
 pub mod taskmode;
+pub mod worker_queues;
 pub mod workload;
 
 /// The basis functions live with the fitter; `plb_core::basis` stays a path.

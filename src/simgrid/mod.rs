@@ -33,15 +33,66 @@ use crate::cli::{Failure, positive};
 use run::{Case, Machine, Outcome, Request, Setup};
 use starpu_plb::catalog;
 
-/// StarPU's policies compared by default.
-const STARPU_POLICIES: [&str; 6] = [
+/// StarPU's policies compared by default: every one a user would try on a
+/// CPU+GPU machine.
+const STARPU_POLICIES: [&str; 10] = [
     "eager",
     "lws",
     "dmda",
+    "dmdar",
     "dmdas",
-    "heteroprio",
+    "dmdasd",
     "modular-heft",
+    "modular-heft-prio",
+    "modular-heteroprio",
+    "heteroprio",
 ];
+
+/// `--matrix`'s machines: each sampled machine with all its GPUs (attila
+/// and mirage 3, idgraf 8, sirocco 4), with 2 and with 1.
+const MATRIX_MACHINES: [&str; 12] = [
+    "attila",
+    "attila:ncuda=2",
+    "attila:ncuda=1",
+    "idgraf",
+    "idgraf:ncuda=2",
+    "idgraf:ncuda=1",
+    "mirage",
+    "mirage:ncuda=2",
+    "mirage:ncuda=1",
+    "sirocco",
+    "sirocco:ncuda=2",
+    "sirocco:ncuda=1",
+];
+
+/// `--matrix`'s cases.
+const MATRIX_CASES: [&str; 6] = [
+    "cholesky:19200",
+    "cholesky:19200/320",
+    "lu:19200",
+    "lu:19200/320",
+    "cholesky:28800",
+    "gemm:3840",
+];
+
+/// Most unmeasured calibration runs heteroprio is given per (machine,
+/// case).
+const HETEROPRIO_CALIBRATION_MAX: usize = 5;
+
+/// The label of a policy's cold runs.
+fn cold_label(v: &Variant) -> String {
+    format!("{} (cold)", v.label)
+}
+
+/// Whether heteroprio's calibration has settled: its last two makespans
+/// within 0.5 % of each other (SimGrid is deterministic, so a calibration
+/// that no longer changes its decisions repeats its makespan).
+fn calibrated(makespans: &[f64]) -> bool {
+    match makespans {
+        [.., a, b] => a.is_finite() && b.is_finite() && (a - b).abs() <= 0.005 * a,
+        _ => false,
+    }
+}
 
 /// `plb simgrid [OPTIONS]`.
 #[derive(Args)]
@@ -64,16 +115,24 @@ pub struct Command {
     )]
     cases: Vec<String>,
     /// Policies, each NAME or NAME+VAR=VALUE[+VAR=VALUE] (PLB_* or STARPU_*
-    /// settings, e.g. dada+PLB_DADA_ALPHA=0) [default: ours, then eager,
-    /// lws, dmda, dmdas, heteroprio, modular-heft]
+    /// settings, e.g. dada+PLB_DADA_ALPHA=0); a name must be ours or one
+    /// StarPU lists [default: ours, then eager, lws, dmda, dmdar, dmdas,
+    /// dmdasd, modular-heft, modular-heft-prio, modular-heteroprio,
+    /// heteroprio]
     #[arg(long, value_delimiter = ',')]
     policies: Option<Vec<String>>,
     /// Repetitions of every (machine, case, policy)
     #[arg(long = "reps", default_value_t = 1, value_parser = positive::<usize>())]
     repetitions: usize,
     /// Quick check: attila, cholesky:9600, every policy, once
-    #[arg(long)]
+    #[arg(long, conflicts_with = "matrix")]
     quick: bool,
+    /// The study matrix (docs/results.md): attila, idgraf, mirage and
+    /// sirocco, each with all its GPUs, 2 and 1; Cholesky and LU 19200 with
+    /// tiles 960 and 320, Cholesky 28800, GEMM 3840 (replaces --machines
+    /// and --cases)
+    #[arg(long)]
+    matrix: bool,
     /// Output directory (CSV, Markdown, PNG)
     #[arg(long, default_value = "target/simgrid")]
     out: PathBuf,
@@ -97,6 +156,11 @@ pub struct Command {
     /// target/starpu14-simgrid/plb-xcheck, built by scripts/simgrid.sh]
     #[arg(long, value_name = "PATH")]
     xcheck_program: Option<PathBuf>,
+    /// No cold runs: by default each repetition also runs every policy of
+    /// ours that keeps its models with none (`NAME (cold)`: the first run
+    /// a user ever makes)
+    #[arg(long)]
+    no_cold: bool,
     /// Real seconds after which one simulation is killed
     #[arg(long, default_value_t = 300, value_parser = positive::<u64>())]
     timeout: u64,
@@ -174,6 +238,11 @@ impl Command {
                 vec!["attila".to_string()],
                 vec!["cholesky:9600".to_string()],
             )
+        } else if self.matrix {
+            (
+                MATRIX_MACHINES.iter().map(|s| s.to_string()).collect(),
+                MATRIX_CASES.iter().map(|s| s.to_string()).collect(),
+            )
         } else {
             (self.machines.clone(), self.cases.clone())
         };
@@ -226,9 +295,35 @@ impl Command {
             return Ok(ExitCode::SUCCESS);
         }
         let setup = self.setup(&machines)?;
+        let theirs: Vec<&Variant> = variants
+            .iter()
+            .filter(|v| catalog::find(&v.name).is_none())
+            .collect();
+        if !theirs.is_empty() {
+            let listed = run::starpu_policies(&setup, &machines[0]).map_err(|e| {
+                Failure::setup(format!(
+                    "cannot list StarPU's policies to check --policies: {e}"
+                ))
+            })?;
+            if let Some(v) = theirs.iter().find(|v| !listed.contains(&v.name)) {
+                return Err(Failure::setup(format!(
+                    "policy '{}': neither ours (`plb policies`) nor one StarPU lists \
+                     (STARPU_SCHED=help): {}",
+                    v.name,
+                    listed.join(", ")
+                )));
+            }
+        }
         let learners = variants.iter().filter(|v| v.learns()).count();
-        let total =
-            machines.len() * cases.len() * (1 + learners + policies.len() * self.repetitions);
+        let cold = if self.no_cold { 0 } else { learners };
+        let total = machines.len()
+            * cases.len()
+            * (1 + learners + (policies.len() + cold) * self.repetitions);
+        // The table's rows: each policy as given, then ours cold.
+        let mut labels = policies.clone();
+        if !self.no_cold {
+            labels.extend(variants.iter().filter(|v| v.learns()).map(cold_label));
+        }
         let mut done = 0;
         let mut rows: Vec<Row> = Vec::new();
         let mut bounds: Vec<Bound> = Vec::new();
@@ -236,7 +331,7 @@ impl Command {
             for case in &cases {
                 let label = format!("{} {}", machine.label(), case.label());
                 // The reference: eager, also asked for StarPU's LP area bound.
-                let tag = format!("{}-{}-eager-reference", machine.label(), case.label());
+                let tag = format!("{}-{}-eager-reference", machine.label(), case.slug());
                 let eager = run::run(
                     &setup,
                     machine,
@@ -262,38 +357,59 @@ impl Command {
                     eprintln!("{}", indent(&eager.stderr_tail));
                 }
                 // heteroprio's auto-calibration learns across runs: give it
-                // one unmeasured run first, as STARPU_CALIBRATE runs give
-                // dmda its models (here already sampled).
+                // unmeasured runs first, as STARPU_CALIBRATE runs give dmda
+                // its models (here already sampled), until its makespan
+                // stops changing (see `calibrated`).
                 let hp_dir =
                     setup
                         .scratch
-                        .join(format!("{}-{}-heteroprio", machine.label(), case.label()));
+                        .join(format!("{}-{}-heteroprio", machine.label(), case.slug()));
                 let hp_env = vec![(
                     "STARPU_HETEROPRIO_DATA_DIR".to_string(),
                     hp_dir.display().to_string(),
                 )];
-                if policies.iter().any(|p| p == "heteroprio") {
+                if variants.iter().any(|v| v.name == "heteroprio") {
                     let _ = std::fs::create_dir_all(&hp_dir);
-                    let tag = format!(
-                        "{}-{}-heteroprio-calibration",
-                        machine.label(),
-                        case.label()
-                    );
-                    let warm = run::run(
-                        &setup,
-                        machine,
-                        &Request {
-                            case,
-                            policy: "heteroprio",
-                            ours: false,
-                            bound: false,
-                            env: &hp_env,
-                            tag: &tag,
-                        },
-                    );
-                    if let Err(e) = run::verdict(case, &warm, false, reference) {
-                        eprintln!("simgrid: {label}: heteroprio's calibration run failed: {e}");
+                    let mut makespans = Vec::new();
+                    for k in 0..HETEROPRIO_CALIBRATION_MAX {
+                        let tag = format!(
+                            "{}-{}-heteroprio-calibration-{k}",
+                            machine.label(),
+                            case.slug()
+                        );
+                        let warm = run::run(
+                            &setup,
+                            machine,
+                            &Request {
+                                case,
+                                policy: "heteroprio",
+                                ours: false,
+                                bound: false,
+                                env: &hp_env,
+                                tag: &tag,
+                            },
+                        );
+                        if let Err(e) = run::verdict(case, &warm, false, reference) {
+                            eprintln!(
+                                "simgrid: {label}: heteroprio's calibration run {} failed: {e}",
+                                k + 1
+                            );
+                            break;
+                        }
+                        makespans.push(warm.ms.unwrap_or(f64::NAN));
+                        if calibrated(&makespans) {
+                            break;
+                        }
                     }
+                    eprintln!(
+                        "simgrid: {label}: heteroprio calibrated in {} run(s): {}",
+                        makespans.len(),
+                        makespans
+                            .iter()
+                            .map(|m| format!("{m:.0} ms"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
                 }
                 // Our policies that keep their models: one learning run
                 // each, in a directory their measured runs then read.
@@ -301,7 +417,7 @@ impl Command {
                     let dir = setup.scratch.join(format!(
                         "{}-{}-{}-models",
                         machine.label(),
-                        case.label(),
+                        case.slug(),
                         v.label
                     ));
                     let mut env = v.env.clone();
@@ -309,7 +425,7 @@ impl Command {
                     env
                 };
                 for v in variants.iter().filter(|v| v.learns()) {
-                    let tag = format!("{}-{}-{}-learning", machine.label(), case.label(), v.label);
+                    let tag = format!("{}-{}-{}-learning", machine.label(), case.slug(), v.label);
                     let env = learned(v);
                     let warm = run::run(
                         &setup,
@@ -341,7 +457,7 @@ impl Command {
                     for v in &variants {
                         let policy = &v.label;
                         let ours = catalog::find(&v.name).is_some();
-                        let tag = format!("{}-{}-{policy}-{rep}", machine.label(), case.label());
+                        let tag = format!("{}-{}-{policy}-{rep}", machine.label(), case.slug());
                         let env = if v.name == "heteroprio" {
                             let mut e = hp_env.clone();
                             e.extend(v.env.iter().cloned());
@@ -379,10 +495,46 @@ impl Command {
                             verdict,
                         });
                     }
+                    // Cold: no model file at all.
+                    for v in variants.iter().filter(|v| v.learns() && !self.no_cold) {
+                        let policy = cold_label(v);
+                        let tag =
+                            format!("{}-{}-{}-cold-{rep}", machine.label(), case.slug(), v.label);
+                        let mut env = v.env.clone();
+                        let dir = setup.scratch.join(&tag).join("no-models");
+                        env.push(("PLB_MODEL_DIR".to_string(), dir.display().to_string()));
+                        let outcome = run::run(
+                            &setup,
+                            machine,
+                            &Request {
+                                case,
+                                policy: &v.name,
+                                ours: true,
+                                bound: false,
+                                env: &env,
+                                tag: &tag,
+                            },
+                        );
+                        done += 1;
+                        let verdict = run::verdict(case, &outcome, true, reference);
+                        progress(done, total, &label, &policy, &outcome, &verdict);
+                        if verdict.is_err() {
+                            eprintln!("{}", indent(&outcome.stderr_tail));
+                        }
+                        rows.push(Row {
+                            machine: machine.label(),
+                            case: *case,
+                            policy,
+                            ours: true,
+                            rep,
+                            outcome,
+                            verdict,
+                        });
+                    }
                 }
             }
         }
-        let written = report::write(&self.out, &rows, &bounds, &policies)?;
+        let written = report::write(&self.out, &rows, &bounds, &labels)?;
         println!("\nwritten:");
         for path in written {
             println!("  {}", path.display());
@@ -502,4 +654,18 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()>
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::calibrated;
+
+    #[test]
+    fn heteroprio_is_calibrated_once_its_makespan_repeats() {
+        assert!(!calibrated(&[]));
+        assert!(!calibrated(&[900.0]));
+        assert!(!calibrated(&[900.0, 800.0]));
+        assert!(calibrated(&[900.0, 800.0, 803.0]));
+        assert!(!calibrated(&[900.0, f64::NAN]));
+    }
 }

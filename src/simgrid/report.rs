@@ -151,9 +151,11 @@ pub fn write(
          GiB moved: STARPU_BUS_STATS's total. bound/ms: StarPU's LP area bound (`-bound`, no \
          dependencies) over the median makespan, 1 being unreachable in general. GPU tasks: \
          share of the tasks run by CUDA workers. Models: StarPU's model-based policies (dmda, dmdas, \
-         modular-heft...) use the sampled, i.e. calibrated, models; heteroprio had one unmeasured \
-         auto-calibration run; our plb-heft, dada and dada-cp had one unmeasured learning run whose \
-         models (PLB_MODEL_DIR) their measured runs load; our other policies learn within each run.\n",
+         modular-heft...) use the sampled, i.e. calibrated, models; heteroprio had unmeasured \
+         auto-calibration runs until its makespan repeated (at most 5); our plb-heft, dada and \
+         dada-cp had one unmeasured learning run whose models (PLB_MODEL_DIR) their measured runs \
+         load, and `NAME (cold)` is the same policy with no model file (a user's first run); our \
+         other policies learn within each run.\n",
     );
     let mut plot_data: BTreeMap<String, Vec<(String, Vec<Bar>)>> = BTreeMap::new();
     for key in &order {

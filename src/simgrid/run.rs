@@ -138,9 +138,17 @@ impl Case {
         }
     }
 
-    /// `cholesky 19200 (20x20 tiles of 960)`.
+    /// `cholesky:19200/960`: the size and the tile, as given on the
+    /// command line.
     pub fn label(&self) -> String {
-        format!("{}:{}", self.app_name(), self.n)
+        format!("{}:{}/{}", self.app_name(), self.n, self.tile)
+    }
+
+    /// `cholesky-19200-tile960`: the label as a file name, in every run's
+    /// folder, so that two cases differing only in their tile never share
+    /// a run's folder, its learned models or its calibration.
+    pub fn slug(&self) -> String {
+        format!("{}-{}-tile{}", self.app_name(), self.n, self.tile)
     }
 
     /// The installed program, relative to `<prefix>/lib/starpu/examples`.
@@ -298,6 +306,52 @@ impl Default for Outcome {
             stderr_tail: String::new(),
         }
     }
+}
+
+/// The scheduling policies the SimGrid build of StarPU lists
+/// (`starpu_sched_display`, what `STARPU_SCHED=help` prints), run on
+/// `machine`.
+pub fn starpu_policies(setup: &Setup, machine: &Machine) -> Result<Vec<String>, String> {
+    let prefix = setup
+        .examples
+        .ancestors()
+        .nth(3)
+        .ok_or("no prefix above the examples")?;
+    let tool = prefix.join("bin/starpu_sched_display");
+    let home = setup.scratch.join("sched-display");
+    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+    let mut cmd = Command::new(&tool);
+    cmd.current_dir(&home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    simulated_machine(&mut cmd, setup, machine, &home);
+    let (status, stdout, stderr) = run_with_timeout(cmd, setup.timeout);
+    let names = policy_names(&stdout);
+    match status {
+        Ok(0) if !names.is_empty() => Ok(names),
+        Ok(code) => Err(format!(
+            "{} exited with {code} and listed {} policies: {}",
+            tool.display(),
+            names.len(),
+            stderr.lines().last().unwrap_or("")
+        )),
+        Err(e) => Err(format!("{}: {e}", tool.display())),
+    }
+}
+
+/// The policy names of `starpu_sched_display`'s output: one per line.
+fn policy_names(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty()
+                && l.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        })
+        .map(str::to_string)
+        .collect()
 }
 
 /// Makes `cmd` run on the SimGrid machine `machine`: no inherited StarPU
@@ -538,6 +592,24 @@ mod tests {
         assert!(Machine::parse("attila:ncpu=4,ncuda=1").is_err());
         assert!(Machine::parse("attila:").is_err());
         assert!(Machine::parse("../x").is_err());
+        // The tile is in every label: two tiles of one size never share a
+        // run's name or folders.
+        assert_eq!(c.label(), "cholesky:19200/960");
+        assert_ne!(
+            Case::parse("cholesky:9600/320").unwrap().slug(),
+            Case::parse("cholesky:9600").unwrap().slug()
+        );
+        assert_eq!(c.slug(), "cholesky-19200-tile960");
+    }
+
+    #[test]
+    fn policy_names_are_the_bare_lines_of_sched_display() {
+        let out = "[0.000000] [xbt_cfg/INFO] Configuration change\n\
+                   modular-eager\n  dmdas  \nheteroprio\n\nsome other text\n";
+        assert_eq!(
+            policy_names(out),
+            vec!["modular-eager", "dmdas", "heteroprio"]
+        );
     }
 
     #[test]

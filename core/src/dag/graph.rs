@@ -146,7 +146,7 @@ impl<T: GraphTask> GraphSched<T> {
     pub fn remove_workers(&mut self, workers: &[usize], sleepers: &Sleepers) -> Vec<usize> {
         self.members.retain(|m| !workers.contains(&m.id));
         for &w in workers {
-            let back = self.lines.take_line(w).into_iter().map(|p| p.task);
+            let back = self.lines.take_queue(w).into_iter().map(|(p, _)| p.task);
             self.ready.extend(back);
         }
         // The kinds the deferred tasks waited for may have left.
@@ -215,7 +215,10 @@ impl<T: GraphTask> GraphSched<T> {
                 self.ready.push_back(d.placed.task);
                 continue;
             }
-            self.lines.push(w, d.placed, d.est_s);
+            if let Err(p) = self.lines.push_placed(w, d.placed, d.est_s) {
+                self.ready.push_back(p.task);
+                continue;
+            }
             if sleepers.take(w) {
                 wake.push(w);
             }
@@ -241,13 +244,12 @@ impl<T: GraphTask> GraphSched<T> {
     /// `worker`'s next task from its line (data on `node` first), or a
     /// steal; its expected end is updated.
     fn next_for(&mut self, worker: usize, node: usize, now: f64) -> Option<T> {
-        let p = self
-            .lines
-            .pop(worker, |t: &T| t.input_on_node(node))
-            .or_else(|| self.lines.steal(worker, now))?;
         // A stolen task runs for the thief's predicted time.
-        let est = p.cost_s.get(worker).copied().flatten().unwrap_or(p.est_s);
-        self.lines.started(worker, p.task.id(), est, now);
+        let (p, est) = self
+            .lines
+            .pop(worker, |p| p.task.input_on_node(node))
+            .or_else(|| self.lines.steal_placed(worker, now))?;
+        self.lines.started(worker, Some(p.task.id()), est, now);
         Some(p.task)
     }
 
@@ -330,14 +332,14 @@ impl<T: GraphTask> GraphSched<T> {
 
     /// `worker` finished the task `id` at `now`.
     pub fn finished(&mut self, worker: usize, id: usize, now: f64) {
-        self.lines.finished(worker, id, now);
+        self.lines.finished(worker, Some(id), now);
     }
 
     /// Takes every task held (at deinit; normally none).
     pub fn drain(&mut self) -> Vec<T> {
         let mut out: Vec<T> = self.ready.drain(..).collect();
         out.extend(self.waiting.drain(..));
-        out.extend(self.lines.drain());
+        out.extend(self.lines.drain().into_iter().map(|p| p.task));
         out.append(&mut self.stranded);
         out
     }

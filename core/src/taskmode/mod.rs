@@ -48,6 +48,7 @@ use crate::balance::driver::Consult;
 use crate::balance::registry::BalancerSpec;
 use crate::balance::{Tuning, WorkerKind};
 use crate::sleepers::Sleepers;
+use crate::worker_queues::{VictimOrder, WorkerQueues};
 use epoch::{Ask, Epoch, EpochPu, Ticket, epoch_min};
 use placement::{Candidate, ModelBook, choose};
 
@@ -129,127 +130,17 @@ struct Queued<T> {
     est_s: f64,
 }
 
-struct Queue<T> {
-    items: VecDeque<Queued<T>>,
-    /// Predicted seconds of the queued tasks.
-    backlog_s: f64,
-    /// Predicted seconds of the tasks placed here by a push but not yet
-    /// committed ([`Reserved`]).
-    reserved_s: f64,
-    /// The worker's tasks popped and not yet reported finished: how many,
-    /// and when the last of them is expected to end (as `dmda`'s expected
-    /// end; a report that never comes only lets the estimate expire).
-    running: u32,
-    running_until: f64,
-}
-
-impl<T> Default for Queue<T> {
-    fn default() -> Self {
-        Queue {
-            items: VecDeque::new(),
-            backlog_s: 0.0,
-            reserved_s: 0.0,
-            running: 0,
-            running_until: 0.0,
-        }
-    }
-}
-
-impl<T> Queue<T> {
-    /// A task predicted to run `est_s` seconds started at `now`.
-    fn started(&mut self, now: f64, est_s: f64) {
-        self.running += 1;
-        self.running_until = self.running_until.max(now) + est_s.max(0.0);
-    }
-
-    /// One of the worker's tasks finished at `now`.
-    fn finished(&mut self, now: f64) {
-        self.running = self.running.saturating_sub(1);
-        if self.running == 0 {
-            self.running_until = now;
-        }
-    }
-
-    /// Predicted seconds before the worker is done with what it runs.
-    fn running_left(&self, now: f64) -> f64 {
-        if self.running == 0 {
-            0.0
-        } else {
-            (self.running_until - now).max(0.0)
-        }
-    }
-}
-
-impl<T: SchedTask> Queue<T> {
-    /// Queues `q` after every task of higher or equal priority (as
-    /// `dmdas`).
-    fn push(&mut self, q: Queued<T>) {
-        self.backlog_s += q.est_s;
-        self.insert(q);
-    }
-
-    /// Queues `q` without counting its prediction (see [`Queue::push`]).
-    fn insert(&mut self, q: Queued<T>) {
-        let at = self
-            .items
-            .iter()
-            .rposition(|x| x.priority >= q.priority)
-            .map_or(0, |i| i + 1);
-        self.items.insert(at, q);
-    }
-
-    /// Predicted seconds of queued work a task of `priority` would wait
-    /// for: the tasks of higher or equal priority (as `dmdas`' expected
-    /// length per priority). The queue is sorted by priority, so this is
-    /// the whole backlog (O(1)) unless the task would jump ahead of some.
-    fn backlog_ahead_of(&self, priority: i32) -> f64 {
-        self.reserved_s
-            + match self.items.back() {
-                Some(last) if last.priority < priority => self
-                    .items
-                    .iter()
-                    .take_while(|x| x.priority >= priority)
-                    .map(|x| x.est_s)
-                    .sum(),
-                _ => self.backlog_s,
-            }
-    }
-
-    /// Removes the oldest task `worker` can run, with its implementation.
-    fn take_for(&mut self, worker: usize) -> Option<(Queued<T>, u32)> {
-        self.steal_for(worker, |_| None)
-    }
-
-    /// Removes the oldest task `worker` can run and would finish before this
-    /// queue's owner: `thief_s(task)` is the thief's predicted seconds
-    /// (from now, it is idle), the owner's predicted finish the sum of the
-    /// predictions up to and including the task. Where either prediction is
-    /// unknown the task may be taken (nothing says it is a loss).
-    fn steal_for(
-        &mut self,
-        worker: usize,
-        thief_s: impl Fn(&Queued<T>) -> Option<f64>,
-    ) -> Option<(Queued<T>, u32)> {
-        let mut ahead = 0.0;
-        let (i, nimpl) = self.items.iter().enumerate().find_map(|(i, q)| {
-            ahead += q.est_s;
-            let nimpl = q.task.implementation_on(worker)?;
-            let gains = match thief_s(q) {
-                Some(t) if q.est_s > 0.0 => t < ahead,
-                _ => true,
-            };
-            gains.then_some((i, nimpl))
-        })?;
-        let q = self.items.remove(i)?;
-        // Exactly 0 when empty (no drift of the sum); reserved placements
-        // are counted apart and stay.
-        self.backlog_s = if self.items.is_empty() {
-            0.0
-        } else {
-            (self.backlog_s - q.est_s).max(0.0)
-        };
-        Some((q, nimpl))
-    }
+/// Takes the oldest task of `items` that `worker` can run, with its
+/// implementation.
+fn take_runnable<T: SchedTask>(
+    items: &mut VecDeque<Queued<T>>,
+    worker: usize,
+) -> Option<(Queued<T>, u32)> {
+    let (i, nimpl) = items
+        .iter()
+        .enumerate()
+        .find_map(|(i, q)| q.task.implementation_on(worker).map(|n| (i, n)))?;
+    Some((items.remove(i)?, nimpl))
 }
 
 /// Tasks of one codelet and size waiting to form an epoch.
@@ -355,9 +246,9 @@ pub struct Scheduler<T> {
     kinds: Vec<WorkerKind>,
     /// Per worker index; queues of removed workers stay reachable by
     /// stealing.
-    queues: Vec<Queue<T>>,
+    queues: WorkerQueues<Queued<T>>,
     /// Tasks no worker of the context could run when placed.
-    unplaced: Queue<T>,
+    unplaced: VecDeque<Queued<T>>,
     staging: Option<Staging<T>>,
     /// Alive epochs, oldest first.
     epochs: Vec<Running<T>>,
@@ -392,8 +283,8 @@ impl<T: SchedTask> Scheduler<T> {
             tuning,
             workers: Vec::new(),
             kinds: vec![WorkerKind::Other; max_workers],
-            queues: (0..max_workers).map(|_| Queue::default()).collect(),
-            unplaced: Queue::default(),
+            queues: WorkerQueues::new(max_workers),
+            unplaced: VecDeque::new(),
             staging: None,
             epochs: Vec::new(),
             next_epoch: 0,
@@ -430,13 +321,16 @@ impl<T: SchedTask> Scheduler<T> {
     /// meanwhile is placed again on the remaining ones.
     pub fn commit(&mut self, placements: Vec<Reserved<T>>, book: &ModelBook) {
         for r in placements {
-            let Some(q) = self.queues.get_mut(r.worker) else {
-                self.unplaced.push(r.item);
+            if r.worker >= self.queues.len() {
+                self.unplaced.push_back(r.item);
                 continue;
-            };
-            q.reserved_s = (q.reserved_s - r.item.est_s).max(0.0);
+            }
+            self.queues.unreserve(r.worker, r.item.est_s);
             if self.workers.contains(&r.worker) {
-                q.push(r.item);
+                let (prio, est) = (r.item.priority, r.item.est_s);
+                if let Err(item) = self.queues.push(r.worker, r.item, prio, est) {
+                    self.unplaced.push_back(item);
+                }
                 self.notify.push(r.worker);
             } else {
                 let capable = self.capable(&r.item.task);
@@ -479,10 +373,7 @@ impl<T: SchedTask> Scheduler<T> {
     /// queued for it and what a push reserved on it (seconds, from `now`
     /// on: never before `now`).
     pub fn expected_end_s(&self, worker: usize, now: f64) -> f64 {
-        now + self
-            .queues
-            .get(worker)
-            .map_or(0.0, |q| q.running_left(now) + q.reserved_s + q.backlog_s)
+        now + self.queues.load_s(worker, now)
     }
 
     /// Tasks held (queued, staged or in epochs).
@@ -515,7 +406,7 @@ impl<T: SchedTask> Scheduler<T> {
     pub fn add_workers(&mut self, workers: &[(usize, WorkerKind)]) {
         for &(w, kind) in workers {
             if w >= self.queues.len() {
-                self.queues.resize_with(w + 1, Queue::default);
+                self.queues.grow_to(w + 1);
                 self.kinds.resize(w + 1, WorkerKind::Other);
             }
             self.kinds[w] = kind;
@@ -555,14 +446,11 @@ impl<T: SchedTask> Scheduler<T> {
         let cands: Vec<Candidate> = capable
             .iter()
             .map(|&w| {
-                let q = self.queues.get(w);
                 Candidate {
                     // As dmda's expected start: what the worker runs, then
-                    // what is queued ahead of this task.
-                    backlog_s: q.map_or(0.0, |q| {
-                        q.running_left(self.now) + q.backlog_ahead_of(item.priority)
-                    }),
-                    queued: q.map_or(0, |q| q.items.len()),
+                    // what is reserved and queued ahead of this task.
+                    backlog_s: self.queues.ahead_of_s(w, item.priority, self.now),
+                    queued: self.queues.queued(w),
                     // Compute from the fitted model plus the predicted
                     // transfer to the worker's memory.
                     predicted_s: book
@@ -577,13 +465,18 @@ impl<T: SchedTask> Scheduler<T> {
             .and_then(|w| book.get(w, item.codelet))
             .and_then(|m| m.predict(item.units))
             .unwrap_or(0.0);
-        match chosen.and_then(|w| self.queues.get_mut(w).map(|q| (w, q))) {
-            Some((worker, q)) if self.in_push => {
-                q.reserved_s += item.est_s;
+        match chosen.filter(|&w| w < self.queues.len()) {
+            Some(worker) if self.in_push => {
+                self.queues.reserve(worker, item.est_s);
                 self.reserved.push(Reserved { worker, item });
             }
-            Some((_, q)) => q.push(item),
-            None => self.unplaced.push(item),
+            Some(worker) => {
+                let (prio, est) = (item.priority, item.est_s);
+                if let Err(item) = self.queues.push(worker, item, prio, est) {
+                    self.unplaced.push_back(item);
+                }
+            }
+            None => self.unplaced.push_back(item),
         }
         chosen
     }
@@ -606,37 +499,40 @@ impl<T: SchedTask> Scheduler<T> {
         }
     }
 
-    /// Takes from `worker`'s own queue, else steals: other queues, longest
-    /// first, then the unplaced ones. From a queue of a worker still in the
-    /// context it steals only a task it would finish before that worker
-    /// (both predictions known: its trained model plus the transfer, the
-    /// victim's queued predictions), so an idle slow worker does not take
-    /// what a busy fast one will finish sooner; from a removed worker's
-    /// queue it takes anything.
+    /// Takes from `worker`'s own queue, else steals (the longest queues
+    /// first, then the unplaced tasks). From a queue of a worker still in
+    /// the context it steals only a task it would finish before that
+    /// worker would get through its queue up to it (its trained model plus
+    /// the transfer, against the queued predictions up to and including
+    /// the task; with either prediction unknown the task may be taken), so
+    /// an idle slow worker does not take what a busy fast one will finish
+    /// sooner; from a removed worker's queue it takes anything.
     fn take_fallback(&mut self, worker: usize, book: &ModelBook) -> Option<(Queued<T>, u32)> {
-        let own = self.queues.get_mut(worker).and_then(|q| q.take_for(worker));
-        own.or_else(|| {
-            let mut order: Vec<usize> = (0..self.queues.len())
-                .filter(|&i| i != worker && !self.queues[i].items.is_empty())
-                .collect();
-            order.sort_by_key(|&i| std::cmp::Reverse(self.queues[i].items.len()));
-            let thief_s = |q: &Queued<T>| {
-                book.trained_prediction(worker, q.codelet, q.units)
-                    .map(|c| c + q.task.transfer_s(worker).unwrap_or(0.0))
-            };
-            let workers = &self.workers;
-            let queues = &mut self.queues;
-            order
-                .into_iter()
-                .find_map(|i| {
-                    if workers.contains(&i) {
-                        queues[i].steal_for(worker, thief_s)
-                    } else {
-                        queues[i].take_for(worker)
-                    }
-                })
-                .or_else(|| self.unplaced.take_for(worker))
-        })
+        let runnable = |q: &Queued<T>| q.task.implementation_on(worker);
+        if let Some((item, _, nimpl)) = self.queues.take_first(worker, runnable) {
+            return Some((item, nimpl));
+        }
+        let workers = &self.workers;
+        let order = VictimOrder::LongestQueue;
+        let stolen = self
+            .queues
+            .steal(worker, self.now, order, |victim, q, ahead| {
+                let nimpl = q.task.implementation_on(worker)?;
+                if !workers.contains(&victim) || q.est_s <= 0.0 {
+                    return Some(nimpl);
+                }
+                let thief_s = book
+                    .trained_prediction(worker, q.codelet, q.units)
+                    .map(|c| c + q.task.transfer_s(worker).unwrap_or(0.0));
+                match thief_s {
+                    Some(t) if t >= ahead.queued_s => None,
+                    _ => Some(nimpl),
+                }
+            });
+        match stolen {
+            Some((_, item, _, nimpl)) => Some((item, nimpl)),
+            None => take_runnable(&mut self.unplaced, worker),
+        }
     }
 
     /// Whether an epoch of the staged batch's codelet and size still hands
@@ -935,9 +831,7 @@ impl<T: SchedTask> Scheduler<T> {
         match self.take(worker, now, book) {
             Some(Pop::Task(t)) => {
                 self.total = self.total.saturating_sub(1);
-                if let Some(q) = self.queues.get_mut(worker) {
-                    q.started(now, t.est_s);
-                }
+                self.queues.started(worker, None, t.est_s, now);
                 Pop::Task(t)
             }
             Some(other) => other,
@@ -983,9 +877,7 @@ impl<T: SchedTask> Scheduler<T> {
     /// One of `worker`'s tasks (any task it popped) finished at `now`: its
     /// expected end no longer counts it.
     pub fn task_finished(&mut self, worker: usize, now: f64) {
-        if let Some(q) = self.queues.get_mut(worker) {
-            q.finished(now);
-        }
+        self.queues.finished(worker, None, now);
     }
 
     /// [`Scheduler::pop`] that runs consults at once (single-threaded
@@ -1139,15 +1031,8 @@ impl<T: SchedTask> Scheduler<T> {
         if let Some(s) = self.staging.take() {
             out.extend(s.items.into_iter().map(|q| q.task));
         }
-        for q in self
-            .queues
-            .iter_mut()
-            .chain(std::iter::once(&mut self.unplaced))
-        {
-            q.backlog_s = 0.0;
-            q.reserved_s = 0.0;
-            out.extend(q.items.drain(..).map(|q| q.task));
-        }
+        out.extend(self.queues.drain().into_iter().map(|q| q.task));
+        out.extend(self.unplaced.drain(..).map(|q| q.task));
         out
     }
 }

@@ -1,0 +1,510 @@
+//! Per-worker task queues with `dmda`'s bookkeeping: the one container that
+//! task mode's fallback queues ([`crate::taskmode`]) and the task-graph
+//! policies' lines ([`crate::dag::lines`]) hold their tasks in.
+//!
+//! Each worker's queue is ordered by priority (highest first, then arrival,
+//! as `dmdas`) and keeps, as `dmda` does, its expected start (the predicted
+//! end of the tasks the worker runs, several at once for a pipelined
+//! accelerator, reset to *now* when it runs nothing), its expected length
+//! (the queued tasks' predictions, also per priority, plus placements
+//! reserved but not yet queued) and so its expected end. The pop (the
+//! head's priority, a preferred task among the first
+//! [`READY_LOOKAHEAD`]) and the steal (victims by latest expected end, the
+//! first task the caller's rule accepts against the victim's predicted end
+//! of it) are written here once; what a caller predicts for a thief stays
+//! the caller's. Time is an argument; nothing here locks.
+
+use std::collections::VecDeque;
+
+/// Tasks popped by a worker and not yet reported done, beyond which the
+/// oldest is forgotten (tasks whose completion is never reported would
+/// otherwise accumulate).
+pub const RUNNING_CAP: usize = 64;
+
+/// Queued tasks of the head's priority looked at by [`WorkerQueues::pop`].
+pub const READY_LOOKAHEAD: usize = 8;
+
+#[derive(Debug)]
+struct Entry<I> {
+    item: I,
+    priority: i32,
+    /// Predicted seconds on the worker whose queue holds it.
+    est_s: f64,
+}
+
+#[derive(Debug)]
+struct WorkerQueue<I> {
+    items: VecDeque<Entry<I>>,
+    /// Expected length: predicted seconds of the queued tasks.
+    queued_s: f64,
+    /// Predicted seconds of placements reserved for the worker, not yet
+    /// queued (task mode's reserve–prefetch–commit).
+    reserved_s: f64,
+    /// Predicted end of the tasks the worker runs.
+    busy_until: f64,
+    /// The tasks it runs: (id when the caller gives one, predicted
+    /// seconds).
+    running: VecDeque<(Option<usize>, f64)>,
+}
+
+impl<I> Default for WorkerQueue<I> {
+    fn default() -> Self {
+        WorkerQueue {
+            items: VecDeque::new(),
+            queued_s: 0.0,
+            reserved_s: 0.0,
+            busy_until: 0.0,
+            running: VecDeque::new(),
+        }
+    }
+}
+
+impl<I> WorkerQueue<I> {
+    /// Expected start of the queue at `now`.
+    fn start(&self, now: f64) -> f64 {
+        if self.running.is_empty() {
+            now
+        } else {
+            self.busy_until.max(now)
+        }
+    }
+
+    fn remove(&mut self, i: usize) -> Option<(I, f64)> {
+        let e = self.items.remove(i)?;
+        // Exactly 0 when empty: no drift of the sum.
+        self.queued_s = if self.items.is_empty() {
+            0.0
+        } else {
+            (self.queued_s - e.est_s).max(0.0)
+        };
+        Some((e.item, e.est_s))
+    }
+}
+
+/// In which order [`WorkerQueues::steal`] looks at the victims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VictimOrder {
+    /// Latest expected end first (`dmda`-style; the task-graph policies).
+    LatestEnd,
+    /// Most queued tasks first (task mode's fallback queues).
+    LongestQueue,
+}
+
+/// How long a victim would take to get a task done, seconds from now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ahead {
+    /// Its queued predictions up to and including the task.
+    pub queued_s: f64,
+    /// Its predicted end of the task: its running work and reservations,
+    /// then `queued_s`.
+    pub end_s: f64,
+}
+
+/// Every worker's queue, indexed by worker id.
+#[derive(Debug)]
+pub struct WorkerQueues<I> {
+    queues: Vec<WorkerQueue<I>>,
+    held: usize,
+}
+
+/// A finite, non-negative prediction (anything else counts as 0).
+fn clean(s: f64) -> f64 {
+    if s.is_finite() { s.max(0.0) } else { 0.0 }
+}
+
+impl<I> WorkerQueues<I> {
+    /// Queues for worker ids `0..n`.
+    pub fn new(n: usize) -> Self {
+        WorkerQueues {
+            queues: (0..n).map(|_| WorkerQueue::default()).collect(),
+            held: 0,
+        }
+    }
+
+    /// Makes room for worker ids below `n`.
+    pub fn grow_to(&mut self, n: usize) {
+        if n > self.queues.len() {
+            self.queues.resize_with(n, WorkerQueue::default);
+        }
+    }
+
+    /// Worker ids covered.
+    pub fn len(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// Whether no worker id is covered.
+    pub fn is_empty(&self) -> bool {
+        self.queues.is_empty()
+    }
+
+    /// Tasks queued over every worker.
+    pub fn held(&self) -> usize {
+        self.held
+    }
+
+    /// Tasks queued on `worker`.
+    pub fn queued(&self, worker: usize) -> usize {
+        self.queues.get(worker).map_or(0, |q| q.items.len())
+    }
+
+    /// Tasks `worker` runs (started, completion not reported yet).
+    pub fn running(&self, worker: usize) -> usize {
+        self.queues.get(worker).map_or(0, |q| q.running.len())
+    }
+
+    /// Seconds from `now` until `worker` is predicted done with what it
+    /// runs.
+    pub fn running_left_s(&self, worker: usize, now: f64) -> f64 {
+        self.queues.get(worker).map_or(0.0, |q| q.start(now) - now)
+    }
+
+    /// Seconds from `now` until `worker`'s running, reserved and queued
+    /// work is predicted done (expected end minus now).
+    pub fn load_s(&self, worker: usize, now: f64) -> f64 {
+        self.queues
+            .get(worker)
+            .map_or(0.0, |q| q.start(now) - now + q.reserved_s + q.queued_s)
+    }
+
+    /// Seconds from `now` a task of `priority` queued on `worker` would
+    /// wait: the running work, the reservations and the queued tasks of
+    /// higher or equal priority (`dmdas`' expected length per priority;
+    /// O(1) unless the task would jump ahead of some).
+    pub fn ahead_of_s(&self, worker: usize, priority: i32, now: f64) -> f64 {
+        let Some(q) = self.queues.get(worker) else {
+            return 0.0;
+        };
+        let queued = match q.items.back() {
+            Some(last) if last.priority < priority => q
+                .items
+                .iter()
+                .take_while(|e| e.priority >= priority)
+                .map(|e| e.est_s)
+                .sum(),
+            _ => q.queued_s,
+        };
+        q.start(now) - now + q.reserved_s + queued
+    }
+
+    /// `worker`'s queued seconds by priority (highest first).
+    pub fn queued_by_priority(&self, worker: usize) -> Vec<(i32, f64)> {
+        let mut out: Vec<(i32, f64)> = Vec::new();
+        for e in self
+            .queues
+            .get(worker)
+            .map(|q| q.items.iter())
+            .into_iter()
+            .flatten()
+        {
+            match out.last_mut() {
+                Some(last) if last.0 == e.priority => last.1 += e.est_s,
+                _ => out.push((e.priority, e.est_s)),
+            }
+        }
+        out
+    }
+
+    /// Queues `item` of `priority` on `worker`, where it is predicted to
+    /// take `est_s` seconds, after the tasks of higher or equal priority.
+    /// Returns it when `worker` has no queue.
+    pub fn push(&mut self, worker: usize, item: I, priority: i32, est_s: f64) -> Result<(), I> {
+        let Some(q) = self.queues.get_mut(worker) else {
+            return Err(item);
+        };
+        let est_s = clean(est_s);
+        q.queued_s += est_s;
+        let at = q
+            .items
+            .iter()
+            .rposition(|e| e.priority >= priority)
+            .map_or(0, |i| i + 1);
+        q.items.insert(
+            at,
+            Entry {
+                item,
+                priority,
+                est_s,
+            },
+        );
+        self.held += 1;
+        Ok(())
+    }
+
+    /// Counts `est_s` seconds placed on `worker` and not queued yet.
+    pub fn reserve(&mut self, worker: usize, est_s: f64) {
+        if let Some(q) = self.queues.get_mut(worker) {
+            q.reserved_s += clean(est_s);
+        }
+    }
+
+    /// A reservation of [`WorkerQueues::reserve`] ended (queued or placed
+    /// elsewhere).
+    pub fn unreserve(&mut self, worker: usize, est_s: f64) {
+        if let Some(q) = self.queues.get_mut(worker) {
+            q.reserved_s = (q.reserved_s - clean(est_s)).max(0.0);
+        }
+    }
+
+    /// `worker`'s next task: among the first [`READY_LOOKAHEAD`] tasks of
+    /// the head's priority, the first `prefer` accepts, else the head.
+    /// Returns it with its prediction.
+    pub fn pop(&mut self, worker: usize, prefer: impl Fn(&I) -> bool) -> Option<(I, f64)> {
+        let q = self.queues.get_mut(worker)?;
+        let head = q.items.front()?.priority;
+        let i = q
+            .items
+            .iter()
+            .take(READY_LOOKAHEAD)
+            .take_while(|e| e.priority == head)
+            .position(|e| prefer(&e.item))
+            .unwrap_or(0);
+        let got = q.remove(i)?;
+        self.held -= 1;
+        Some(got)
+    }
+
+    /// The first task of `worker`'s queue for which `pick` gives a value,
+    /// with its prediction and that value.
+    pub fn take_first<R>(
+        &mut self,
+        worker: usize,
+        mut pick: impl FnMut(&I) -> Option<R>,
+    ) -> Option<(I, f64, R)> {
+        let q = self.queues.get_mut(worker)?;
+        let (i, r) = q
+            .items
+            .iter()
+            .enumerate()
+            .find_map(|(i, e)| pick(&e.item).map(|r| (i, r)))?;
+        let (item, est) = q.remove(i)?;
+        self.held -= 1;
+        Some((item, est, r))
+    }
+
+    /// `thief` (idle at `now`) steals: victims with queued tasks in
+    /// `order`; from each, the first task for which `gains(victim, task,
+    /// ahead)` gives a value ([`Ahead`]: how long the victim would take to
+    /// get it done). Returns the victim, the task, its prediction there
+    /// and the value.
+    pub fn steal<R>(
+        &mut self,
+        thief: usize,
+        now: f64,
+        order: VictimOrder,
+        mut gains: impl FnMut(usize, &I, Ahead) -> Option<R>,
+    ) -> Option<(usize, I, f64, R)> {
+        let mut victims: Vec<usize> = (0..self.queues.len())
+            .filter(|&v| v != thief && !self.queues[v].items.is_empty())
+            .collect();
+        match order {
+            VictimOrder::LatestEnd => {
+                victims.sort_by(|&a, &b| self.load_s(b, now).total_cmp(&self.load_s(a, now)))
+            }
+            VictimOrder::LongestQueue => {
+                victims.sort_by_key(|&v| std::cmp::Reverse(self.queues[v].items.len()))
+            }
+        }
+        for v in victims {
+            let q = &self.queues[v];
+            let before = q.start(now) - now + q.reserved_s;
+            let mut queued_s = 0.0;
+            let found = q.items.iter().enumerate().find_map(|(i, e)| {
+                queued_s += e.est_s;
+                let ahead = Ahead {
+                    queued_s,
+                    end_s: before + queued_s,
+                };
+                gains(v, &e.item, ahead).map(|r| (i, r))
+            });
+            if let Some((i, r)) = found {
+                let (item, est) = self.queues[v].remove(i)?;
+                self.held -= 1;
+                return Some((v, item, est, r));
+            }
+        }
+        None
+    }
+
+    /// `worker` started a task (`id`, when the caller tracks ids)
+    /// predicted to take `est_s` seconds at `now`.
+    pub fn started(&mut self, worker: usize, id: Option<usize>, est_s: f64, now: f64) {
+        let Some(q) = self.queues.get_mut(worker) else {
+            return;
+        };
+        let est_s = clean(est_s);
+        q.busy_until = q.start(now) + est_s;
+        if q.running.len() >= RUNNING_CAP {
+            q.running.pop_front();
+        }
+        q.running.push_back((id, est_s));
+    }
+
+    /// `worker` finished a task at `now`: the one of `id`, or without an id
+    /// its oldest. Once it runs nothing its queue's expected start is now
+    /// (early or late, the prediction is replaced by the fact). A task it
+    /// is not known to run is ignored.
+    pub fn finished(&mut self, worker: usize, id: Option<usize>, now: f64) {
+        let Some(q) = self.queues.get_mut(worker) else {
+            return;
+        };
+        let i = match id {
+            Some(id) => q.running.iter().position(|&(x, _)| x == Some(id)),
+            None => (!q.running.is_empty()).then_some(0),
+        };
+        let Some(i) = i else { return };
+        q.running.remove(i);
+        if q.running.is_empty() {
+            q.busy_until = now;
+        }
+    }
+
+    /// Takes every task of `worker`'s queue and forgets what it runs and
+    /// what was reserved for it (a worker leaving).
+    pub fn take_queue(&mut self, worker: usize) -> Vec<(I, f64)> {
+        let Some(q) = self.queues.get_mut(worker) else {
+            return Vec::new();
+        };
+        q.queued_s = 0.0;
+        q.reserved_s = 0.0;
+        q.running.clear();
+        let out: Vec<(I, f64)> = q.items.drain(..).map(|e| (e.item, e.est_s)).collect();
+        self.held -= out.len();
+        out
+    }
+
+    /// Takes every queued task.
+    pub fn drain(&mut self) -> Vec<I> {
+        (0..self.queues.len())
+            .flat_map(|w| self.take_queue(w))
+            .map(|(item, _)| item)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order_after(q: &mut WorkerQueues<u32>) -> Vec<u32> {
+        std::iter::from_fn(|| q.pop(0, |_| false).map(|(t, _)| t)).collect()
+    }
+
+    #[test]
+    fn priorities_order_each_queue_fifo_within_a_priority() {
+        let mut q = WorkerQueues::new(1);
+        for (id, prio) in [(1, 0), (2, 5), (3, 0), (4, 5)] {
+            q.push(0, id, prio, 1.0).unwrap();
+        }
+        assert_eq!(q.queued_by_priority(0), vec![(5, 2.0), (0, 2.0)]);
+        // A task of priority 5 waits for the two of 5; one of 0 for all.
+        assert_eq!(q.ahead_of_s(0, 5, 0.0), 2.0);
+        assert_eq!(q.ahead_of_s(0, 9, 0.0), 0.0);
+        assert_eq!(q.ahead_of_s(0, 0, 0.0), 4.0);
+        assert_eq!(order_after(&mut q), vec![2, 4, 1, 3]);
+        assert_eq!(q.held(), 0);
+        assert_eq!(q.push(3, 9, 0, 1.0), Err(9), "no queue for worker 3");
+    }
+
+    #[test]
+    fn the_preferred_task_goes_first_within_the_head_priority() {
+        let mut q = WorkerQueues::new(1);
+        for (id, prio) in [(1, 1), (2, 1), (3, 0)] {
+            q.push(0, id, prio, 1.0).unwrap();
+        }
+        // Task 2 is preferred: before 1; task 3 (lower priority) never
+        // goes before the head's priority.
+        assert_eq!(q.pop(0, |&t| t == 2 || t == 3).unwrap().0, 2);
+        assert_eq!(q.pop(0, |&t| t == 3).unwrap().0, 1);
+    }
+
+    #[test]
+    fn expected_end_follows_queue_reservations_running_tasks_and_completions() {
+        let mut q = WorkerQueues::new(2);
+        q.push(0, 1, 0, 2.0).unwrap();
+        q.push(0, 2, 0, 3.0).unwrap();
+        assert_eq!(q.load_s(0, 10.0), 5.0);
+        let (t, est) = q.pop(0, |_| false).unwrap();
+        q.started(0, Some(t as usize), est, 10.0);
+        // Running until 12, then 3 s queued.
+        assert_eq!(q.load_s(0, 10.0), 5.0);
+        assert_eq!(q.load_s(0, 11.0), 4.0);
+        // A reservation counts until it ends.
+        q.reserve(0, 1.0);
+        assert_eq!(q.load_s(0, 11.0), 5.0);
+        q.unreserve(0, 1.0);
+        // Finished late at 13: the queue starts now.
+        q.finished(0, Some(1), 13.0);
+        assert_eq!(q.load_s(0, 13.0), 3.0);
+        // An overdue prediction never makes the load negative.
+        assert_eq!(q.load_s(0, 20.0), 3.0);
+        assert_eq!(q.load_s(1, 20.0), 0.0);
+    }
+
+    #[test]
+    fn pipelined_workers_keep_their_expected_end_until_idle() {
+        let mut q: WorkerQueues<u32> = WorkerQueues::new(1);
+        q.started(0, Some(1), 2.0, 0.0);
+        q.started(0, Some(2), 2.0, 0.0);
+        assert_eq!(q.load_s(0, 0.0), 4.0);
+        q.finished(0, Some(1), 1.0);
+        assert_eq!(q.load_s(0, 1.0), 3.0, "still running task 2");
+        q.finished(0, Some(2), 1.5);
+        assert_eq!(q.load_s(0, 1.5), 0.0);
+        q.finished(0, Some(99), 2.0);
+        // Without ids: the oldest.
+        q.started(0, None, 2.0, 3.0);
+        q.started(0, None, 2.0, 3.0);
+        q.finished(0, None, 4.0);
+        assert_eq!(q.running(0), 1);
+        assert_eq!(q.load_s(0, 4.0), 3.0);
+    }
+
+    #[test]
+    fn a_thief_takes_the_first_task_its_rule_accepts_latest_victim_first() {
+        let mut q = WorkerQueues::new(3);
+        // Worker 0: three tasks of 1 s; worker 1: one of 5 s.
+        for id in 0..3 {
+            q.push(0, id, 0, 1.0).unwrap();
+        }
+        q.push(1, 10, 0, 5.0).unwrap();
+        // A thief finishing anything in 2.5 s: worker 1 ends last (5 s) and
+        // its task ends at 5.
+        let rule = |_: usize, _: &u32, a: Ahead| (2.5 < a.end_s).then_some(());
+        let latest = VictimOrder::LatestEnd;
+        let (v, t, est, ()) = q.steal(2, 0.0, latest, rule).unwrap();
+        assert_eq!((v, t, est), (1, 10, 5.0));
+        // Then worker 0: only its third task (ends at 3) is a gain.
+        let (v, t, _, ()) = q.steal(2, 0.0, latest, rule).unwrap();
+        assert_eq!((v, t), (0, 2));
+        assert!(q.steal(2, 0.0, latest, rule).is_none());
+        assert_eq!(q.held(), 2);
+        // By queue length: worker 0 (two tasks) before worker 1 (one of 9 s,
+        // running a task until 4: ahead counts it in end_s, not queued_s).
+        q.push(1, 11, 0, 9.0).unwrap();
+        q.started(1, Some(7), 4.0, 0.0);
+        q.push(0, 12, 0, 1.0).unwrap();
+        let any = |_: usize, _: &u32, a: Ahead| Some(a);
+        let (v, t, _, a) = q.steal(2, 0.0, VictimOrder::LongestQueue, any).unwrap();
+        assert_eq!((v, t, a.queued_s, a.end_s), (0, 0, 1.0, 1.0));
+        let (v, t, _, a) = q.steal(2, 0.0, VictimOrder::LatestEnd, any).unwrap();
+        assert_eq!((v, t, a.queued_s, a.end_s), (1, 11, 9.0, 13.0));
+    }
+
+    #[test]
+    fn take_queue_and_drain_lose_nothing() {
+        let mut q = WorkerQueues::new(3);
+        for id in 0..9u32 {
+            q.push(id as usize % 3, id, 0, 1.0).unwrap();
+        }
+        q.reserve(1, 4.0);
+        let gone = q.take_queue(1);
+        assert_eq!(gone.len(), 3);
+        assert_eq!(q.load_s(1, 0.0), 0.0);
+        let mut rest = q.drain();
+        rest.extend(gone.into_iter().map(|(t, _)| t));
+        rest.sort();
+        assert_eq!(rest, (0..9).collect::<Vec<_>>());
+        assert_eq!(q.held(), 0);
+    }
+}
