@@ -324,7 +324,7 @@ impl Command {
         if !self.no_cold {
             labels.extend(variants.iter().filter(|v| v.learns()).map(cold_label));
         }
-        let mut done = 0;
+        let mut tally = Tally { done: 0, total };
         let mut rows: Vec<Row> = Vec::new();
         let mut bounds: Vec<Bound> = Vec::new();
         for machine in &machines {
@@ -332,30 +332,23 @@ impl Command {
                 let label = format!("{} {}", machine.label(), case.label());
                 // The reference: eager, also asked for StarPU's LP area bound.
                 let tag = format!("{}-{}-eager-reference", machine.label(), case.slug());
-                let eager = run::run(
-                    &setup,
-                    machine,
-                    &Request {
-                        case,
-                        policy: "eager",
-                        ours: false,
-                        bound: true,
-                        env: &[],
-                        tag: &tag,
-                    },
-                );
+                let request = Request {
+                    case,
+                    policy: "eager",
+                    ours: false,
+                    bound: true,
+                    env: &[],
+                    tag: &tag,
+                };
+                let shown = "eager (reference)";
+                let (eager, _) =
+                    checked_run(&setup, machine, &request, None, (&label, shown), &mut tally);
                 bounds.push(Bound {
                     machine: machine.label(),
                     case: *case,
                     ms: eager.bound_ms,
                 });
-                done += 1;
                 let reference = eager.executed;
-                let verdict = run::verdict(case, &eager, false, None);
-                progress(done, total, &label, "eager (reference)", &eager, &verdict);
-                if verdict.is_err() {
-                    eprintln!("{}", indent(&eager.stderr_tail));
-                }
                 // heteroprio's auto-calibration learns across runs: give it
                 // unmeasured runs first, as STARPU_CALIBRATE runs give dmda
                 // its models (here already sampled), until its makespan
@@ -427,37 +420,32 @@ impl Command {
                 for v in variants.iter().filter(|v| v.learns()) {
                     let tag = format!("{}-{}-{}-learning", machine.label(), case.slug(), v.label);
                     let env = learned(v);
-                    let warm = run::run(
+                    let request = Request {
+                        case,
+                        policy: &v.name,
+                        ours: true,
+                        bound: false,
+                        env: &env,
+                        tag: &tag,
+                    };
+                    let shown = format!("{} (learning)", v.label);
+                    // Reported; not a row (its measured runs are checked).
+                    let _ = checked_run(
                         &setup,
                         machine,
-                        &Request {
-                            case,
-                            policy: &v.name,
-                            ours: true,
-                            bound: false,
-                            env: &env,
-                            tag: &tag,
-                        },
+                        &request,
+                        reference,
+                        (&label, &shown),
+                        &mut tally,
                     );
-                    done += 1;
-                    let verdict = run::verdict(case, &warm, true, reference);
-                    progress(
-                        done,
-                        total,
-                        &label,
-                        &format!("{} (learning)", v.label),
-                        &warm,
-                        &verdict,
-                    );
-                    if verdict.is_err() {
-                        eprintln!("{}", indent(&warm.stderr_tail));
-                    }
                 }
                 for rep in 0..self.repetitions {
+                    // Each policy as given, then ours cold (no model file
+                    // at all).
+                    let mut runs: Vec<Planned> = Vec::new();
                     for v in &variants {
-                        let policy = &v.label;
                         let ours = catalog::find(&v.name).is_some();
-                        let tag = format!("{}-{}-{policy}-{rep}", machine.label(), case.slug());
+                        let tag = format!("{}-{}-{}-{rep}", machine.label(), case.slug(), v.label);
                         let env = if v.name == "heteroprio" {
                             let mut e = hp_env.clone();
                             e.extend(v.env.iter().cloned());
@@ -467,65 +455,38 @@ impl Command {
                         } else {
                             v.env.clone()
                         };
-                        let outcome = run::run(
-                            &setup,
-                            machine,
-                            &Request {
-                                case,
-                                policy: &v.name,
-                                ours,
-                                bound: false,
-                                env: &env,
-                                tag: &tag,
-                            },
-                        );
-                        done += 1;
-                        let verdict = run::verdict(case, &outcome, ours, reference);
-                        progress(done, total, &label, policy, &outcome, &verdict);
-                        if verdict.is_err() {
-                            eprintln!("{}", indent(&outcome.stderr_tail));
-                        }
-                        rows.push(Row {
-                            machine: machine.label(),
-                            case: *case,
-                            policy: policy.clone(),
-                            ours,
-                            rep,
-                            outcome,
-                            verdict,
-                        });
+                        runs.push((v.label.clone(), &v.name, ours, env, tag));
                     }
-                    // Cold: no model file at all.
                     for v in variants.iter().filter(|v| v.learns() && !self.no_cold) {
-                        let policy = cold_label(v);
                         let tag =
                             format!("{}-{}-{}-cold-{rep}", machine.label(), case.slug(), v.label);
                         let mut env = v.env.clone();
                         let dir = setup.scratch.join(&tag).join("no-models");
                         env.push(("PLB_MODEL_DIR".to_string(), dir.display().to_string()));
-                        let outcome = run::run(
+                        runs.push((cold_label(v), &v.name, true, env, tag));
+                    }
+                    for (policy, name, ours, env, tag) in runs {
+                        let request = Request {
+                            case,
+                            policy: name,
+                            ours,
+                            bound: false,
+                            env: &env,
+                            tag: &tag,
+                        };
+                        let (outcome, verdict) = checked_run(
                             &setup,
                             machine,
-                            &Request {
-                                case,
-                                policy: &v.name,
-                                ours: true,
-                                bound: false,
-                                env: &env,
-                                tag: &tag,
-                            },
+                            &request,
+                            reference,
+                            (&label, &policy),
+                            &mut tally,
                         );
-                        done += 1;
-                        let verdict = run::verdict(case, &outcome, true, reference);
-                        progress(done, total, &label, &policy, &outcome, &verdict);
-                        if verdict.is_err() {
-                            eprintln!("{}", indent(&outcome.stderr_tail));
-                        }
                         rows.push(Row {
                             machine: machine.label(),
                             case: *case,
                             policy,
-                            ours: true,
+                            ours,
                             rep,
                             outcome,
                             verdict,
@@ -613,6 +574,44 @@ impl Command {
             timeout: Duration::from_secs(self.timeout),
         })
     }
+}
+
+/// A measured run to make: its label (in tables), the `STARPU_SCHED` name,
+/// whether the policy is ours, its environment and its run folder.
+type Planned<'a> = (String, &'a str, bool, Vec<(String, String)>, String);
+
+/// Runs counted so far, of how many.
+struct Tally {
+    done: usize,
+    total: usize,
+}
+
+/// Runs `req` on `machine`, checks it ([`run::verdict`] against the
+/// reference's executed-task count) and reports it on stderr as
+/// `shown.0` (the machine and case) and `shown.1` (the policy).
+fn checked_run(
+    setup: &Setup,
+    machine: &Machine,
+    req: &Request<'_>,
+    reference: Option<u64>,
+    shown: (&str, &str),
+    tally: &mut Tally,
+) -> (Outcome, Result<(), String>) {
+    let outcome = run::run(setup, machine, req);
+    tally.done += 1;
+    let verdict = run::verdict(req.case, &outcome, req.ours, reference);
+    progress(
+        tally.done,
+        tally.total,
+        shown.0,
+        shown.1,
+        &outcome,
+        &verdict,
+    );
+    if verdict.is_err() {
+        eprintln!("{}", indent(&outcome.stderr_tail));
+    }
+    (outcome, verdict)
 }
 
 fn progress(
