@@ -359,6 +359,21 @@ impl<I> WorkerQueues<I> {
         }
     }
 
+    /// `worker` is about to start a task while tasks it started are not
+    /// reported done: for a worker that runs one task at a time (a CPU
+    /// worker), those reports were lost (StarPU skips the post-execution
+    /// hook of its internal tasks), so they are forgotten and its queue
+    /// starts at `now`. Without this its expected start would run ahead of
+    /// the clock by every lost task's prediction.
+    pub fn forget_running(&mut self, worker: usize, now: f64) {
+        if let Some(q) = self.queues.get_mut(worker)
+            && !q.running.is_empty()
+        {
+            q.running.clear();
+            q.busy_until = now;
+        }
+    }
+
     /// Takes every task of `worker`'s queue and forgets what it runs and
     /// what was reserved for it (a worker leaving).
     pub fn take_queue(&mut self, worker: usize) -> Vec<(I, f64)> {
@@ -458,6 +473,9 @@ mod tests {
         q.finished(0, None, 4.0);
         assert_eq!(q.running(0), 1);
         assert_eq!(q.load_s(0, 4.0), 3.0);
+        // Lost reports forgotten: the queue starts now.
+        q.forget_running(0, 4.5);
+        assert_eq!((q.running(0), q.load_s(0, 4.5)), (0, 0.0));
     }
 
     #[test]

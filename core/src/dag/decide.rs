@@ -87,11 +87,9 @@ pub struct Decided<T> {
     /// Tasks no member of the batch can run.
     pub stranded: Vec<T>,
     /// Tasks a kind being trained could run, not placed because every
-    /// worker with a prediction would make them wait longer than they run
-    /// (see [`decide`]).
+    /// worker with a prediction has tasks queued and would make them wait
+    /// longer than they run (see [`decide`]).
     pub deferred: Vec<T>,
-    /// The kinds those tasks wait for.
-    pub awaited: Vec<WorkerKind>,
 }
 
 impl<T> Decided<T> {
@@ -101,7 +99,6 @@ impl<T> Decided<T> {
             decisions: Vec::new(),
             stranded: Vec::new(),
             deferred: Vec::new(),
-            awaited: Vec::new(),
         }
     }
 }
@@ -157,12 +154,13 @@ pub struct GraphModels {
 }
 
 /// What the models say of a batch: each task's predicted seconds per
-/// member, the member that trains a kind with no model yet, and the kinds
-/// with no prediction whose training sample is still out.
+/// member, the member that trains a kind with no model yet, and whether a
+/// kind that could run it has no prediction and its training sample is
+/// still out.
 pub struct Costs {
     cost: Vec<Vec<Option<f64>>>,
     train: Vec<Option<usize>>,
-    awaiting: Vec<Vec<WorkerKind>>,
+    awaiting: Vec<bool>,
 }
 
 impl GraphModels {
@@ -201,7 +199,7 @@ impl GraphModels {
     pub fn costs<T: GraphTask>(&mut self, batch: &Batch<T>, facts: &[Facts]) -> Costs {
         let members = &batch.members;
         let mut train = vec![None; batch.tasks.len()];
-        let mut awaiting = vec![Vec::new(); batch.tasks.len()];
+        let mut awaiting = vec![false; batch.tasks.len()];
         let cost = batch
             .tasks
             .iter()
@@ -232,17 +230,15 @@ impl GraphModels {
                                 .then(batch.queued[a].cmp(&batch.queued[b]))
                         });
                 }
-                for m in 0..members.len() {
+                // A capable kind with no prediction whose training task is
+                // out (not this one).
+                awaiting[k] = (0..members.len()).any(|m| {
                     let kind = members[m].kind;
-                    if f.capable[m].is_some()
+                    f.capable[m].is_some()
                         && cost[m].is_none()
                         && train[k].is_none_or(|t| members[t].kind != kind)
                         && self.training.contains(&(kind, codelet))
-                        && !awaiting[k].contains(&kind)
-                    {
-                        awaiting[k].push(kind);
-                    }
-                }
+                });
                 cost
             })
             .collect();
@@ -259,8 +255,8 @@ impl GraphModels {
 /// (earliest predicted finish, round robin among unknowns), the others by
 /// HEFT or DADA. A task that a kind still being trained could run (its
 /// first sample not in) goes to the earliest finish among the workers with
-/// a prediction only if it would start there within its own length;
-/// otherwise it is deferred, to be placed when the sample arrives or a
+/// a prediction only if that worker has nothing queued or would start it
+/// there within its own length; otherwise it is deferred, to be placed when the sample arrives or a
 /// worker runs dry (placing it now would commit it to the trained kind
 /// alone: on independent tasks that starved every CPU worker while the
 /// GPUs' lines filled). Predictions in the decisions are indexed by
@@ -282,7 +278,6 @@ pub fn decide<T: GraphTask>(
     let mut decisions = Vec::with_capacity(tasks.len());
     let mut stranded = Vec::new();
     let mut deferred = Vec::new();
-    let mut awaited: Vec<WorkerKind> = Vec::new();
     let mut graph_tasks = Vec::new();
     let mut graph_meta = Vec::new();
     for (k, ((task, f), cost)) in tasks.into_iter().zip(facts).zip(costs.cost).enumerate() {
@@ -316,25 +311,21 @@ pub fn decide<T: GraphTask>(
             decisions.push((Placed::new(task, prio, cost, f.transfer), m, est));
             continue;
         }
-        if !costs.awaiting[k].is_empty() {
+        if costs.awaiting[k] {
             let best = (0..members.len())
                 .filter_map(|m| cost[m].map(|c| (m, c)))
                 .min_by(|a, b| (loads[a.0] + a.1).total_cmp(&(loads[b.0] + b.1)));
             match best {
-                Some((m, c)) if loads[m] <= c => {
+                // Its best worker has nothing queued (it may be asking
+                // now: work is never held back from an idle worker), or
+                // would start it within its length.
+                Some((m, c)) if queued[m] == 0 || loads[m] <= c => {
                     loads[m] += c;
                     queued[m] += 1;
                     let prio = task.priority();
                     decisions.push((Placed::new(task, prio, cost, f.transfer), m, c));
                 }
-                _ => {
-                    for &kind in &costs.awaiting[k] {
-                        if !awaited.contains(&kind) {
-                            awaited.push(kind);
-                        }
-                    }
-                    deferred.push(task);
-                }
+                _ => deferred.push(task),
             }
             continue;
         }
@@ -407,6 +398,5 @@ pub fn decide<T: GraphTask>(
         decisions,
         stranded,
         deferred,
-        awaited,
     }
 }

@@ -533,6 +533,38 @@ impl<T> Epoch<T> {
                 return;
             }
         }
+        self.force_complete(p, now);
+    }
+
+    /// Completes now, as lost, the blocks of the pipelined PUs that asked
+    /// with an empty group and still wait for reports (before their grace
+    /// ends); returns whether one was. For a caller that knows no other
+    /// worker will ask: with blocking drivers every worker may be asleep,
+    /// and a grace measured on the clock would then never end.
+    pub fn complete_stuck(&mut self, now: f64) -> bool {
+        if self.dissolved {
+            return false;
+        }
+        let stuck: Vec<usize> = (0..self.pus.len())
+            .filter(|&p| {
+                let pu = &self.pus[p];
+                pu.block.is_some()
+                    && pu.group.is_empty()
+                    && pu.outstanding > 0
+                    && pu.stuck_since.is_some()
+            })
+            .collect();
+        for &p in &stuck {
+            self.force_complete(p, now);
+        }
+        !stuck.is_empty()
+    }
+
+    /// Completes PU `p`'s block without its missing reports (counted at
+    /// the mean of those it got, or the time since the block was handed
+    /// out).
+    fn force_complete(&mut self, p: usize, now: f64) {
+        let pu = &mut self.pus[p];
         let missing = pu.outstanding as f64;
         pu.compute_s += if pu.reported > 0 {
             pu.compute_s / pu.reported as f64 * missing

@@ -831,6 +831,11 @@ impl<T: SchedTask> Scheduler<T> {
         match self.take(worker, now, book) {
             Some(Pop::Task(t)) => {
                 self.total = self.total.saturating_sub(1);
+                if self.kinds.get(worker) == Some(&WorkerKind::Cpu) {
+                    // One task at a time: what it still runs lost its
+                    // report.
+                    self.queues.forget_running(worker, now);
+                }
                 self.queues.started(worker, None, t.est_s, now);
                 Pop::Task(t)
             }
@@ -872,6 +877,23 @@ impl<T: SchedTask> Scheduler<T> {
             self.notify.extend(r.epoch.workers());
         }
         self.settle_epochs(book);
+    }
+
+    /// Completes the epochs' blocks that wait only on reports that may
+    /// never come (`Epoch::complete_stuck`); their workers are notified.
+    /// Returns whether one was.
+    pub fn complete_stuck_blocks(&mut self, now: f64, book: &ModelBook) -> bool {
+        let mut any = false;
+        for r in &mut self.epochs {
+            if r.epoch.complete_stuck(now) {
+                any = true;
+                self.notify.extend(r.epoch.workers());
+            }
+        }
+        if any {
+            self.settle_epochs(book);
+        }
+        any
     }
 
     /// One of `worker`'s tasks (any task it popped) finished at `now`: its
