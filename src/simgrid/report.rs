@@ -158,6 +158,8 @@ pub fn write(
          other policies learn within each run.\n",
     );
     let mut plot_data: BTreeMap<String, Vec<(String, Vec<Bar>)>> = BTreeMap::new();
+    // Per policy of ours: its median over StarPU's best median, per group.
+    let mut versus: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for key in &order {
         let (machine, case) = key;
         let group = &groups[key];
@@ -165,13 +167,25 @@ pub fn write(
             .iter()
             .find(|b| &b.machine == machine && &b.case.label() == case)
             .and_then(|b| b.ms);
+        // StarPU's best median in this group (its policies: not ours).
+        let starpu_best = policies
+            .iter()
+            .filter_map(|p| {
+                let rs: Vec<&Row> = group
+                    .iter()
+                    .copied()
+                    .filter(|r| &r.policy == p && !r.ours)
+                    .collect();
+                summarise(&rs).map(|s| (s.ms.0, p.clone()))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0));
         let first = group[0].case;
         let _ = write!(
             md,
             "\n## SIMULATED (StarPU-SimGrid, machine {machine}): {} N={} ({}x{} tiles of {}, {} tasks)\n\n\
-             LP area bound: {}\n\n\
-             | policy | ms | GFlop/s | GiB moved | bound/ms | GPU tasks | runs |\n\
-             | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+             LP area bound: {}. StarPU's best: {}.\n\n\
+             | policy | ms | vs StarPU's best | GFlop/s | GiB moved | bound/ms | GPU tasks | runs |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
             first.app_name(),
             first.n,
             first.blocks(),
@@ -182,6 +196,9 @@ pub fn write(
                 .executed
                 .map_or("?".to_string(), |n| n.to_string()),
             bound.map_or("not available".to_string(), |b| format!("{b:.0} ms")),
+            starpu_best
+                .as_ref()
+                .map_or("none run".to_string(), |(ms, p)| format!("{p}, {ms:.0} ms")),
         );
         let mut bars = Vec::new();
         let best = policies
@@ -214,9 +231,14 @@ pub fn write(
                     } else {
                         ms
                     };
+                    let vs = starpu_best.as_ref().map(|(b, _)| s.ms.0 / b);
+                    if let (Some(v), true) = (vs, rs.first().is_some_and(|r| r.ours)) {
+                        versus.entry(policy.clone()).or_default().push(v);
+                    }
                     let _ = writeln!(
                         md,
-                        "| {name} | {ms} | {:.1} | {:.2} | {} | {} | {}{} |",
+                        "| {name} | {ms} | {} | {:.1} | {:.2} | {} | {} | {}{} |",
+                        vs.map_or("-".into(), |v| format!("{v:.3}")),
                         s.gflops,
                         s.gib,
                         bound.map_or("-".into(), |b| format!("{:.2}", b / s.ms.0)),
@@ -237,7 +259,7 @@ pub fn write(
                         .find_map(|r| r.verdict.as_ref().err())
                         .cloned()
                         .unwrap_or_else(|| "not run".into());
-                    let _ = writeln!(md, "| {name} | failed: {why} | | | | | 0 |");
+                    let _ = writeln!(md, "| {name} | failed: {why} | | | | | | 0 |");
                     bars.push((0.0, 0.0));
                 }
             }
@@ -246,6 +268,24 @@ pub fn write(
             .entry(machine.clone())
             .or_default()
             .push((case.clone(), bars));
+    }
+    if !versus.is_empty() {
+        let _ = write!(
+            md,
+            "\n## Summary: our policies against StarPU's best, SIMULATED\n\n\
+             Over the (machine, case) pairs above: the geometric mean and the \
+             largest of each policy's median makespan over the best median of \
+             StarPU's policies run (below 1: ours is faster).\n\n\
+             | policy | pairs | geometric mean | largest | pairs above 1.03 |\n\
+             | --- | ---: | ---: | ---: | ---: |\n"
+        );
+        for p in policies {
+            let Some(v) = versus.get(p) else { continue };
+            let geo = (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
+            let max = v.iter().copied().fold(f64::NAN, f64::max);
+            let above = v.iter().filter(|&&x| x > 1.03).count();
+            let _ = writeln!(md, "| {p} | {} | {geo:.3} | {max:.3} | {above} |", v.len());
+        }
     }
     print!("{md}");
     save("simgrid.md", &md, &mut written)?;
