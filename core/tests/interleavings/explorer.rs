@@ -521,10 +521,29 @@ pub fn explore<S: Side>(
     make: impl Fn(&Plan) -> S,
     seeds: std::ops::Range<u64>,
 ) -> Result<(u64, Vec<S>), Failure> {
+    explore_plans(make, seeds, true)
+}
+
+/// [`explore`] with every post-exec report delivered (no silent task).
+pub fn explore_reporting_all<S: Side>(
+    make: impl Fn(&Plan) -> S,
+    seeds: std::ops::Range<u64>,
+) -> Result<(u64, Vec<S>), Failure> {
+    explore_plans(make, seeds, false)
+}
+
+fn explore_plans<S: Side>(
+    make: impl Fn(&Plan) -> S,
+    seeds: std::ops::Range<u64>,
+    lose_reports: bool,
+) -> Result<(u64, Vec<S>), Failure> {
     let mut actions = 0;
     let mut sides = Vec::new();
     for seed in seeds {
-        let plan = Plan::random(seed);
+        let mut plan = Plan::random(seed);
+        if !lose_reports {
+            plan.silent.iter_mut().for_each(|s| *s = false);
+        }
         let side = make(&plan);
         let mut sim = Sim::new(plan, side);
         match sim.run(seed) {
