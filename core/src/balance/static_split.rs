@@ -267,6 +267,7 @@ pub(super) const ENTRY: Entry = Entry {
         },
     ],
     build,
+    training_units: super::registry::no_training,
 };
 
 #[cfg(test)]

@@ -7,7 +7,9 @@
 //!
 //! * **Epochs** ([`epoch`]). Ready tasks of one codelet and (near-)equal
 //!   size (within [`SIZE_TOLERANCE`]) are *staged* as they are pushed. A
-//!   staged batch of at least [`epoch_min`] tasks becomes an epoch: a
+//!   staged batch of at least [`epoch_min`] tasks (and at least the units
+//!   the balancer's training hands out, `Entry::training_units`: PLB-HeC's
+//!   ramp) becomes an epoch: a
 //!   divisible load of `W` units, one unit per task, balanced by the
 //!   policy's balancer (any registry name) over the workers able to run the
 //!   codelet.
@@ -79,7 +81,7 @@ pub const SIZE_TOLERANCE: f64 = 0.1;
 /// taken); a batch that would form one more is placed by the fallback rule.
 pub const MAX_EPOCHS: usize = 4;
 
-/// A staged batch smaller than [`epoch_min`] that no task joined for this
+/// A staged batch smaller than its epoch length that no task joined for this
 /// long (seconds) is placed by the fallback rule at the next pop.
 pub const STAGING_QUIET_S: f64 = 1e-3;
 
@@ -153,6 +155,9 @@ struct Staging<T> {
     items: Vec<Queued<T>>,
     /// When the last task joined (seconds).
     last_push: f64,
+    /// Tasks it needs to form an epoch: [`epoch_min`] of its capable
+    /// workers, or more when the balancer's training needs more.
+    epoch_len: usize,
 }
 
 impl<T> Staging<T> {
@@ -161,7 +166,7 @@ impl<T> Staging<T> {
     }
 
     fn is_big(&self) -> bool {
-        self.items.len() >= epoch_min(self.capable.len())
+        self.items.len() >= self.epoch_len
     }
 }
 
@@ -991,12 +996,16 @@ impl<T: SchedTask> Scheduler<T> {
             } else {
                 self.flush_staging(book);
             }
+            let training = self.spec.training_units(&self.tuning, capable.len());
+            let epoch_len =
+                epoch_min(capable.len()).max(usize::try_from(training).unwrap_or(usize::MAX));
             self.staging = Some(Staging {
                 codelet,
                 units,
                 capable: capable.clone(),
                 items: vec![item],
                 last_push: now,
+                epoch_len,
             });
             None
         } else {

@@ -433,3 +433,20 @@ fn placement_counts_only_the_backlog_ahead_of_the_tasks_priority() {
     let first = s.pop_now(0, 0.0, &book).expect("a task");
     assert_eq!(first.task.id, 9);
 }
+
+/// A batch too small for PLB-HeC's training (1+2+4+8 tasks per worker: 30
+/// on two) forms no epoch: its tasks go by the fallback rule, every one
+/// exactly once. 30 tasks do form one.
+#[test]
+fn no_epoch_smaller_than_the_balancers_training() {
+    for (n, epochs) in [(16, 0), (30, 1)] {
+        let mut s = sched("plb-hec", 2);
+        let mut book = ModelBook::default();
+        for i in 0..n {
+            s.push(task(i, 7), 0.0, &book, &never_idle());
+        }
+        let ran = run(&mut s, &mut book, &[1.0, 4.0]);
+        assert_exactly_once(&ran, n);
+        assert_eq!(s.counters().epochs, epochs, "{n} tasks");
+    }
+}

@@ -9,6 +9,8 @@ mod explorer;
 mod graph;
 mod task_mode;
 
+use plb_core::balance::Tuning;
+use plb_core::balance::registry::BalancerSpec;
 use plb_core::dag::Method;
 use plb_core::taskmode::{CONSULTS_PER_POP, TaskModeCounters};
 
@@ -28,12 +30,21 @@ fn task_mode_loses_no_task_and_no_worker() {
                 let mut c = TaskModeCounters::default();
                 sides.iter().for_each(|s| c.add(&s.sched.counters()));
                 eprintln!("{balancer}: {actions} actions, {c:?}");
-                // The exploration reaches every path a task takes.
-                assert!(c.epochs > 50 && c.epoch_tasks > 1000, "{balancer}: {c:?}");
-                assert!(
-                    c.fallback_tasks > 1000 && c.dissolved_tasks > 0,
-                    "{balancer}: {c:?}"
-                );
+                // The exploration reaches every path a task takes. A
+                // balancer with a training phase (PLB-HeC: 15 tasks per
+                // worker) forms epochs only of the scenarios' longer runs:
+                // fewer, and none stalls into dissolution there.
+                let spec = BalancerSpec::parse(balancer).expect("registered");
+                if spec.training_units(&Tuning::default(), 2) > 0 {
+                    assert!(c.epochs > 20 && c.epoch_tasks > 400, "{balancer}: {c:?}");
+                    assert!(c.fallback_tasks > 1000, "{balancer}: {c:?}");
+                } else {
+                    assert!(c.epochs > 50 && c.epoch_tasks > 1000, "{balancer}: {c:?}");
+                    assert!(
+                        c.fallback_tasks > 1000 && c.dissolved_tasks > 0,
+                        "{balancer}: {c:?}"
+                    );
+                }
             }
         }
     }
