@@ -148,11 +148,6 @@ impl<I> WorkerQueues<I> {
         self.queues.get(worker).map_or(0, |q| q.items.len())
     }
 
-    /// Tasks `worker` runs (started, completion not reported yet).
-    pub fn running(&self, worker: usize) -> usize {
-        self.queues.get(worker).map_or(0, |q| q.running.len())
-    }
-
     /// Seconds from `now` until `worker` is predicted done with what it
     /// runs.
     pub fn running_left_s(&self, worker: usize, now: f64) -> f64 {
@@ -372,6 +367,12 @@ impl<I> WorkerQueues<I> {
             q.running.clear();
             q.busy_until = now;
         }
+    }
+
+    /// Tasks `worker` runs (started, completion not reported yet).
+    #[cfg(test)]
+    fn running(&self, worker: usize) -> usize {
+        self.queues.get(worker).map_or(0, |q| q.running.len())
     }
 
     /// Takes every task of `worker`'s queue and forgets what it runs and

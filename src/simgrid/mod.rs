@@ -294,26 +294,20 @@ impl Command {
             }
             return Ok(ExitCode::SUCCESS);
         }
-        let setup = self.setup(&machines)?;
-        let theirs: Vec<&Variant> = variants
-            .iter()
-            .filter(|v| catalog::find(&v.name).is_none())
-            .collect();
-        if !theirs.is_empty() {
-            let listed = run::starpu_policies(&setup, &machines[0]).map_err(|e| {
-                Failure::setup(format!(
-                    "cannot list StarPU's policies to check --policies: {e}"
-                ))
-            })?;
-            if let Some(v) = theirs.iter().find(|v| !listed.contains(&v.name)) {
-                return Err(Failure::setup(format!(
-                    "policy '{}': neither ours (`plb policies`) nor one StarPU lists \
-                     (STARPU_SCHED=help): {}",
-                    v.name,
-                    listed.join(", ")
-                )));
-            }
+        // Before any set-up or run: a name must be ours or StarPU's.
+        let unknown = variants.iter().find(|v| {
+            catalog::find(&v.name).is_none()
+                && !catalog::STARPU_POLICY_NAMES.contains(&v.name.as_str())
+        });
+        if let Some(v) = unknown {
+            return Err(Failure::setup(format!(
+                "policy '{}': neither ours (`plb policies`) nor one StarPU lists \
+                 (STARPU_SCHED=help): {}",
+                v.name,
+                catalog::STARPU_POLICY_NAMES.join(", ")
+            )));
         }
+        let setup = self.setup(&machines)?;
         let learners = variants.iter().filter(|v| v.learns()).count();
         let cold = if self.no_cold { 0 } else { learners };
         let total = machines.len()

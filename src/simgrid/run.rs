@@ -308,52 +308,6 @@ impl Default for Outcome {
     }
 }
 
-/// The scheduling policies the SimGrid build of StarPU lists
-/// (`starpu_sched_display`, what `STARPU_SCHED=help` prints), run on
-/// `machine`.
-pub fn starpu_policies(setup: &Setup, machine: &Machine) -> Result<Vec<String>, String> {
-    let prefix = setup
-        .examples
-        .ancestors()
-        .nth(3)
-        .ok_or("no prefix above the examples")?;
-    let tool = prefix.join("bin/starpu_sched_display");
-    let home = setup.scratch.join("sched-display");
-    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
-    let mut cmd = Command::new(&tool);
-    cmd.current_dir(&home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    simulated_machine(&mut cmd, setup, machine, &home);
-    let (status, stdout, stderr) = run_with_timeout(cmd, setup.timeout);
-    let names = policy_names(&stdout);
-    match status {
-        Ok(0) if !names.is_empty() => Ok(names),
-        Ok(code) => Err(format!(
-            "{} exited with {code} and listed {} policies: {}",
-            tool.display(),
-            names.len(),
-            stderr.lines().last().unwrap_or("")
-        )),
-        Err(e) => Err(format!("{}: {e}", tool.display())),
-    }
-}
-
-/// The policy names of `starpu_sched_display`'s output: one per line.
-fn policy_names(stdout: &str) -> Vec<String> {
-    stdout
-        .lines()
-        .map(str::trim)
-        .filter(|l| {
-            !l.is_empty()
-                && l.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        })
-        .map(str::to_string)
-        .collect()
-}
-
 /// Makes `cmd` run on the SimGrid machine `machine`: no inherited StarPU
 /// or PLB setting (nor preload), `home` as `STARPU_HOME`, the samples, the
 /// machine's restrictions.
@@ -600,16 +554,6 @@ mod tests {
             Case::parse("cholesky:9600").unwrap().slug()
         );
         assert_eq!(c.slug(), "cholesky-19200-tile960");
-    }
-
-    #[test]
-    fn policy_names_are_the_bare_lines_of_sched_display() {
-        let out = "[0.000000] [xbt_cfg/INFO] Configuration change\n\
-                   modular-eager\n  dmdas  \nheteroprio\n\nsome other text\n";
-        assert_eq!(
-            policy_names(out),
-            vec!["modular-eager", "dmdas", "heteroprio"]
-        );
     }
 
     #[test]

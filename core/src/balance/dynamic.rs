@@ -42,7 +42,7 @@ pub(super) const ENTRY: Entry = Entry {
         check: super::hguided::check_units,
     }],
     build,
-    training_units: super::registry::no_training,
+    training_units_per_pu: super::registry::no_training,
 };
 
 #[cfg(test)]

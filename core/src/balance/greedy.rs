@@ -89,5 +89,5 @@ pub(super) const ENTRY: Entry = Entry {
         check: check_block,
     }],
     build,
-    training_units: super::registry::no_training,
+    training_units_per_pu: super::registry::no_training,
 };

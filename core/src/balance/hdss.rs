@@ -321,7 +321,7 @@ pub(super) const ENTRY: Entry = Entry {
               (task mode: epochs of same-codelet tasks; divisible mode: blocks)",
     params: &[],
     build,
-    training_units: super::registry::no_training,
+    training_units_per_pu: super::registry::no_training,
 };
 
 #[cfg(test)]

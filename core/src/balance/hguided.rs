@@ -184,7 +184,7 @@ pub(super) const ENTRY: Entry = Entry {
         },
     ],
     build,
-    training_units: super::registry::no_training,
+    training_units_per_pu: super::registry::no_training,
 };
 
 #[cfg(test)]

@@ -566,16 +566,15 @@ pub(super) const ENTRY: Entry = Entry {
               rebalancing (task mode: epochs of same-codelet tasks; divisible mode: blocks)",
     params: &[registry::SOLVER_PARAM],
     build,
-    training_units,
+    training_units_per_pu,
 };
 
-/// The training ramp's units: `(2^rounds - 1) · initial` per PU, the
+/// The training ramp's units per PU: `(2^rounds - 1) · initial`, the
 /// initial block at least 1 (the automatic one included).
-fn training_units(tuning: &crate::balance::Tuning, pus: usize) -> u64 {
+fn training_units_per_pu(tuning: &crate::balance::Tuning) -> u64 {
     let cfg = tuning.plb_hec();
     let ramp = (1u64 << cfg.training_rounds.min(32)) - 1;
     ramp.saturating_mul(cfg.initial_block.max(1))
-        .saturating_mul(pus as u64)
 }
 
 #[cfg(test)]

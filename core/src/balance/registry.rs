@@ -84,14 +84,15 @@ pub struct Entry {
     pub params: &'static [Param],
     /// Builds it.
     pub build: fn(&Args, &BuildContext<'_>) -> Result<BoxedBalancer, String>,
-    /// Units its training hands out at least over `pus` PUs with these
-    /// parameters (0: no training phase). Task mode forms no epoch
-    /// smaller than that: such an epoch would never leave its training.
-    pub training_units: fn(&Tuning, pus: usize) -> u64,
+    /// Units its training hands out at least per PU with these parameters
+    /// (0: no training phase). Task mode forms no epoch smaller than that
+    /// times its workers: such an epoch would never leave its training.
+    pub training_units_per_pu: fn(&Tuning) -> u64,
 }
 
-/// [`Entry::training_units`] of a balancer without a training phase.
-pub fn no_training(_: &Tuning, _: usize) -> u64 {
+/// [`Entry::training_units_per_pu`] of a balancer without a training
+/// phase.
+pub fn no_training(_: &Tuning) -> u64 {
     0
 }
 
@@ -228,13 +229,13 @@ impl BalancerSpec {
         &self.args
     }
 
-    /// Builds the balancer for `ctx`.
-    /// Units its training hands out at least over `pus` PUs
-    /// ([`Entry::training_units`]).
-    pub fn training_units(&self, tuning: &Tuning, pus: usize) -> u64 {
-        (self.entry.training_units)(tuning, pus)
+    /// Units its training hands out at least per PU
+    /// ([`Entry::training_units_per_pu`]).
+    pub fn training_units_per_pu(&self, tuning: &Tuning) -> u64 {
+        (self.entry.training_units_per_pu)(tuning)
     }
 
+    /// Builds the balancer for `ctx`.
     pub fn build(&self, ctx: &BuildContext<'_>) -> Result<Box<dyn Balancer + Send>, SpecError> {
         (self.entry.build)(&self.args, ctx)
             .map_err(|e| SpecError::Config(format!("{}: {e}", self.text)))

@@ -208,7 +208,7 @@ pub(super) const ENTRY: Entry = Entry {
               measurements (no parameter)",
     params: &[],
     build,
-    training_units: super::registry::no_training,
+    training_units_per_pu: super::registry::no_training,
 };
 
 #[cfg(test)]

@@ -175,7 +175,7 @@ impl GraphModels {
         units: f64,
         secs: f64,
     ) -> (Option<RefitJob>, bool) {
-        let first = self.book.prediction(worker, codelet, units).is_none();
+        let first = !self.book.has_samples(worker, codelet);
         (self.book.record(worker, codelet, units, secs), first)
     }
 

@@ -46,6 +46,8 @@ pub struct GraphSched<T> {
     waiting: VecDeque<T>,
     /// Tasks deferred so far (a task deferred twice counts twice).
     deferrals: u64,
+    /// Per worker id: a member CPU worker (it runs one task at a time).
+    cpu: Vec<bool>,
     rotate: usize,
 }
 
@@ -80,6 +82,7 @@ impl<T: GraphTask> GraphSched<T> {
             stranded: Vec::new(),
             waiting: VecDeque::new(),
             deferrals: 0,
+            cpu: vec![false; max_workers],
             rotate: 0,
         }
     }
@@ -131,6 +134,10 @@ impl<T: GraphTask> GraphSched<T> {
             if !self.members.iter().any(|x| x.id == m.id) {
                 self.members.push(*m);
             }
+            if m.id >= self.cpu.len() {
+                self.cpu.resize(m.id + 1, false);
+            }
+            self.cpu[m.id] = m.kind == WorkerKind::Cpu;
             sleepers.take(m.id);
         }
         let stranded = std::mem::take(&mut self.stranded);
@@ -142,6 +149,9 @@ impl<T: GraphTask> GraphSched<T> {
     pub fn remove_workers(&mut self, workers: &[usize], sleepers: &Sleepers) -> Vec<usize> {
         self.members.retain(|m| !workers.contains(&m.id));
         for &w in workers {
+            if let Some(c) = self.cpu.get_mut(w) {
+                *c = false;
+            }
             let back = self.lines.take_queue(w).into_iter().map(|(p, _)| p.task);
             self.ready.extend(back);
         }
@@ -239,17 +249,13 @@ impl<T: GraphTask> GraphSched<T> {
             .lines
             .pop(worker, |p| p.task.input_on_node(node))
             .or_else(|| self.lines.steal_placed(worker, now))?;
-        if self.kind_of(worker) == Some(WorkerKind::Cpu) {
+        if self.cpu.get(worker).copied().unwrap_or(false) {
             // A CPU worker runs one task at a time: what it still runs
             // lost its report.
             self.lines.forget_running(worker, now);
         }
         self.lines.started(worker, Some(p.task.id()), est, now);
         Some(p.task)
-    }
-
-    fn kind_of(&self, worker: usize) -> Option<WorkerKind> {
-        self.members.iter().find(|m| m.id == worker).map(|m| m.kind)
     }
 
     /// One locked step of `worker`'s pop at `now` (`node`: its memory

@@ -545,19 +545,19 @@ impl<T> Epoch<T> {
         if self.dissolved {
             return false;
         }
-        let stuck: Vec<usize> = (0..self.pus.len())
-            .filter(|&p| {
-                let pu = &self.pus[p];
-                pu.block.is_some()
-                    && pu.group.is_empty()
-                    && pu.outstanding > 0
-                    && pu.stuck_since.is_some()
-            })
-            .collect();
-        for &p in &stuck {
-            self.force_complete(p, now);
+        let mut any = false;
+        for p in 0..self.pus.len() {
+            let pu = &self.pus[p];
+            if pu.block.is_some()
+                && pu.group.is_empty()
+                && pu.outstanding > 0
+                && pu.stuck_since.is_some()
+            {
+                self.force_complete(p, now);
+                any = true;
+            }
         }
-        !stuck.is_empty()
+        any
     }
 
     /// Completes PU `p`'s block without its missing reports (counted at

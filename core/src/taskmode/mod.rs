@@ -8,7 +8,7 @@
 //! * **Epochs** ([`epoch`]). Ready tasks of one codelet and (near-)equal
 //!   size (within [`SIZE_TOLERANCE`]) are *staged* as they are pushed. A
 //!   staged batch of at least [`epoch_min`] tasks (and at least the units
-//!   the balancer's training hands out, `Entry::training_units`: PLB-HeC's
+//!   the balancer's training hands out, `Entry::training_units_per_pu`: PLB-HeC's
 //!   ramp) becomes an epoch: a
 //!   divisible load of `W` units, one unit per task, balanced by the
 //!   policy's balancer (any registry name) over the workers able to run the
@@ -247,6 +247,9 @@ pub enum Pop<T> {
 pub struct Scheduler<T> {
     spec: BalancerSpec,
     tuning: Tuning,
+    /// Units the balancer's training hands out per worker
+    /// ([`BalancerSpec::training_units_per_pu`]).
+    training_per_pu: u64,
     workers: Vec<usize>,
     kinds: Vec<WorkerKind>,
     /// Per worker index; queues of removed workers stay reachable by
@@ -284,6 +287,7 @@ impl<T: SchedTask> Scheduler<T> {
     /// for worker indices below `max_workers`.
     pub fn new(spec: BalancerSpec, tuning: Tuning, max_workers: usize) -> Scheduler<T> {
         Scheduler {
+            training_per_pu: spec.training_units_per_pu(&tuning),
             spec,
             tuning,
             workers: Vec::new(),
@@ -887,7 +891,7 @@ impl<T: SchedTask> Scheduler<T> {
     /// Completes the epochs' blocks that wait only on reports that may
     /// never come (`Epoch::complete_stuck`); their workers are notified.
     /// Returns whether one was.
-    pub fn complete_stuck_blocks(&mut self, now: f64, book: &ModelBook) -> bool {
+    fn complete_stuck_blocks(&mut self, now: f64, book: &ModelBook) -> bool {
         let mut any = false;
         for r in &mut self.epochs {
             if r.epoch.complete_stuck(now) {
@@ -996,7 +1000,7 @@ impl<T: SchedTask> Scheduler<T> {
             } else {
                 self.flush_staging(book);
             }
-            let training = self.spec.training_units(&self.tuning, capable.len());
+            let training = self.training_per_pu.saturating_mul(capable.len() as u64);
             let epoch_len =
                 epoch_min(capable.len()).max(usize::try_from(training).unwrap_or(usize::MAX));
             self.staging = Some(Staging {

@@ -221,6 +221,13 @@ impl ModelBook {
         self.models.get(&(worker, codelet))?.predict(units)
     }
 
+    /// Whether (`worker`, `codelet`) has a sample.
+    pub fn has_samples(&self, worker: usize, codelet: usize) -> bool {
+        self.models
+            .get(&(worker, codelet))
+            .is_some_and(|m| m.samples > 0)
+    }
+
     /// The samples of (`worker`, `codelet`) as (units, seconds), oldest
     /// first (to persist them).
     pub fn samples_of(&self, worker: usize, codelet: usize) -> Vec<(f64, f64)> {

@@ -120,11 +120,12 @@ impl<T: SchedTask> Scheduler<T> {
             Pop::Task(t) => PopStep::Task(t, sleepers.wake_list(self.take_notified())),
             Pop::Consult(c) => PopStep::Consult(c),
             Pop::Nothing { idle } => {
-                let others_idle = self
-                    .workers
-                    .iter()
-                    .all(|&w| w == worker || sleepers.is_idle(w));
-                if others_idle && self.complete_stuck_blocks(now, book) {
+                let last_awake = !self.epochs.is_empty()
+                    && self
+                        .workers
+                        .iter()
+                        .all(|&w| w == worker || sleepers.is_idle(w));
+                if last_awake && self.complete_stuck_blocks(now, book) {
                     // The last awake worker finds nothing while an epoch
                     // waits on reports that may never come: those blocks
                     // are completed and this worker pops again.

@@ -35,7 +35,7 @@ fn task_mode_loses_no_task_and_no_worker() {
                 // worker) forms epochs only of the scenarios' longer runs:
                 // fewer, and none stalls into dissolution there.
                 let spec = BalancerSpec::parse(balancer).expect("registered");
-                if spec.training_units(&Tuning::default(), 2) > 0 {
+                if spec.training_units_per_pu(&Tuning::default()) > 0 {
                     assert!(c.epochs > 20 && c.epoch_tasks > 400, "{balancer}: {c:?}");
                     assert!(c.fallback_tasks > 1000, "{balancer}: {c:?}");
                 } else {
