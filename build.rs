@@ -8,7 +8,8 @@
 //! * every `codelets/*.cu`, only when `nvcc` is found (`$NVCC`, else
 //!   `PATH`): compiled with nvcc, linked with cudart and cuBLAS, and the C
 //!   files get `-DPLB_HAVE_CUDA` so their CUDA implementation slots are
-//!   filled. Without nvcc the CUDA parts are simply left out.
+//!   filled (`$PLB_NVCC_FLAGS`, e.g. `-gencode ...`, goes to nvcc).
+//!   Without nvcc the CUDA parts are simply left out.
 //!
 //! Adding an application's kernels is adding files to `codelets/`.
 
@@ -48,6 +49,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=codelets");
     println!("cargo:rerun-if-env-changed=NVCC");
+    println!("cargo:rerun-if-env-changed=PLB_NVCC_FLAGS");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
     println!("cargo:rustc-check-cfg=cfg(plb_cuda)");
     println!("cargo:rustc-check-cfg=cfg(plb_mpi)");
@@ -91,17 +93,29 @@ fn main() {
     }
     c.compile("plb_codelets");
 
-    if let (Some(nvcc), Some(root)) = (&nvcc, &cuda_root) {
+    if let (Some(_), Some(root)) = (&nvcc, &cuda_root) {
         if !cu_files.is_empty() {
-            cc::Build::new()
-                .cuda(true)
-                .compiler(nvcc)
+            // cc finds nvcc itself (`$NVCC`, else `PATH`, as `find_nvcc`)
+            // and then passes host flags through `-Xcompiler`; no debug
+            // info, since with it cc asks nvcc for unoptimised device code
+            // (`-G`).
+            let mut cuda = cc::Build::new();
+            cuda.cuda(true)
+                .debug(false)
                 .files(&cu_files)
                 .include(dir)
                 .includes(&includes)
                 .define("PLB_HAVE_CUDA", None)
-                .flag("-O3")
-                .compile("plb_codelets_cuda");
+                .flag("-O3");
+            // `-gencode arch=compute_90,code=sm_90` and the like: machine
+            // code for the GPU the program will run on (scripts/gpu-kit.sh).
+            for flag in std::env::var("PLB_NVCC_FLAGS")
+                .unwrap_or_default()
+                .split_whitespace()
+            {
+                cuda.flag(flag);
+            }
+            cuda.compile("plb_codelets_cuda");
         }
         for lib in ["lib64", "lib"] {
             println!(
