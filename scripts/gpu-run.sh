@@ -21,7 +21,10 @@
 #
 # Usage: bash scripts/gpu-run.sh [--kit FILE.tar.xz|DIR] [--out DIR]
 #          [--budget SECONDS] [--reps N] [--quick] [--no-gpu]
+#          [--cases APP:N/TILE,...] [--skip APP:POLICY,...] [--no-codelets]
 #   --quick   small sizes (a check of the script itself)
+#   --cases   instead of cholesky:19200/960,lu:19200/960,gemm:3840/960
+#   --skip    policies not run on an application (e.g. lu:eager)
 #   --no-gpu  no CUDA worker (STARPU_NCUDA=0): the whole script on a machine
 #             without a GPU, cuBLAS taken from $PLB_CUDA_LIB
 set -uo pipefail
@@ -33,6 +36,9 @@ budget=420
 reps=3
 quick=0
 gpu=1
+case_list=""
+skip_list=""
+codelet_check=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --kit) kit=$2; shift 2 ;;
@@ -41,6 +47,9 @@ while [ $# -gt 0 ]; do
         --reps) reps=$2; shift 2 ;;
         --quick) quick=1; shift ;;
         --no-gpu) gpu=0; shift ;;
+        --cases) case_list=$2; shift 2 ;;
+        --skip) skip_list=$2; shift 2 ;;
+        --no-codelets) codelet_check=0; shift ;;
         *) echo "usage: bash scripts/gpu-run.sh [--kit FILE|DIR] [--out DIR] [--budget S] [--reps N] [--quick] [--no-gpu]" >&2; exit 2 ;;
     esac
 done
@@ -111,10 +120,10 @@ label=$([ "$gpu" = 1 ] && echo REAL || echo "REAL no-GPU check")
     echo "CPUs: $(nproc) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2))"
     echo "memory: $(free -g | awk '/Mem/ {print $2}') GiB"
     echo "--- starpu_machine_display"
-    timeout 120 starpu_machine_display 2>&1 | head -n 60
+    STARPU_WORKER_STATS=0 STARPU_BUS_STATS=0 timeout 120 starpu_machine_display 2>&1 | head -n 80
 } >"$out/machine.txt" 2>&1
 say "machine: $device, $(nproc) CPUs, kit $kit, budget ${budget} s ($label)"
-if [ "$gpu" = 1 ] && ! grep -q "^[0-9]* CUDA worker" "$out/machine.txt"; then
+if [ "$gpu" = 1 ] && ! grep -q "CUDA 0" "$out/machine.txt"; then
     say "StarPU sees no CUDA worker (machine.txt): nothing to measure"
     cat "$out/machine.txt" >>"$log"
     exit 1
@@ -137,6 +146,7 @@ app_run() { # app config policy ncpu-arg...
     say "codelet $app $config $policy: status $status, verify ${verify:-none}, $(field makespan_s "$line") s, $(field workers "$line")"
 }
 apps=$(plb app list | awk '{print $1}')
+[ "$codelet_check" = 1 ] || apps=""
 for app in $apps; do
     [ "$(left)" -gt 0 ] || { say "budget spent: stopping before the codelets of $app"; break; }
     if [ "$gpu" = 1 ]; then
@@ -151,12 +161,17 @@ graphs="$out/graphs.csv"
 echo "label,device,case,policy,run,rep,ms,gflops,gib_moved,tasks_cpu,tasks_cuda,status,wall_s" >"$graphs"
 STARPU_POLICIES=(eager lws dmda dmdar dmdas dmdasd modular-heft modular-heft-prio modular-heteroprio heteroprio)
 OUR_POLICIES=(plb-heft dada dada-cp)
-if [ "$quick" = 1 ]; then
+if [ -n "$case_list" ]; then
+    # cholesky:19200/960,lu:19200/960 -> "cholesky 19200 960" ...
+    IFS=, read -r -a cases <<<"$(tr ':/' '  ' <<<"$case_list")"
+elif [ "$quick" = 1 ]; then
     cases=("cholesky 1920 320" "lu 1920 320" "gemm 1280 320")
 else
     cases=("cholesky 19200 960" "lu 19200 960" "gemm 3840 960")
 fi
-given_up=""
+# --skip lu:eager,lu:lws: policies not run on an application (too slow to
+# fit the budget; say so where the figures appear).
+given_up=" $(tr , ' ' <<<"$skip_list") "
 # graph_run CASE-WORDS POLICY RUN REP [ENV...]: one run, one CSV row.
 graph_run() {
     local app=$1 n=$2 tile=$3 policy=$4 run=$5 rep=$6
@@ -176,7 +191,8 @@ graph_run() {
     local ms gflops gib cpu cuda
     # The result line follows the "# ... ms GFlop/s" header.
     read -r ms gflops < <(awk '/^#.*ms.*GFlop\/s/ { for (i = 2; i <= NF; i++) h[i-1] = $i; getline; for (i = 1; i <= NF; i++) { if (h[i] == "ms") m = $i; if (h[i] == "GFlop/s") g = $i } print m, g; exit }' <<<"$text")
-    gib=$(sed -n 's/^Total transfers: *\([0-9.]*\) *GiB.*/\1/p' <<<"$text" | head -n 1)
+    # StarPU prints "Total transfers: 1.2345 GB" (GiB: it divides by 2^30).
+    gib=$(sed -n 's/^Total transfers: *\([0-9.]*\) *Gi*B.*/\1/p' <<<"$text" | head -n 1)
     read -r cpu cuda < <(awk '/^CPU/ {k = "cpu"} /^CUDA/ {k = "cuda"} /^[^ \t]/ && !/^(CPU|CUDA)/ {k = ""} /task\(s\)$/ && k != "" { n[k] += $1 } END { print n["cpu"] + 0, n["cuda"] + 0 }' <<<"$text")
     if [ "$app" = gemm ] && [ -n "$gflops" ]; then
         # sgemm prints one iteration's time rounded to the millisecond; the
