@@ -105,6 +105,9 @@ rm -rf "$work" && mkdir -p "$work/home"
 # StarPU's models and bus measurements, and our models, private to this run.
 export STARPU_HOME="$work" HOME="$work/home"
 export STARPU_WORKER_STATS=1 STARPU_BUS_STATS=1
+# One BLAS thread per task, as StarPU advises: each CPU worker is one core
+# (a threaded OpenBLAS shares one pool among all CPU workers).
+export OPENBLAS_NUM_THREADS=1
 unset STARPU_SCHED STARPU_SCHED_LIB STARPU_NCPU STARPU_NCUDA
 [ "$gpu" = 1 ] || export STARPU_NCUDA=0
 device=$([ "$gpu" = 1 ] && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)

@@ -337,7 +337,11 @@ impl SchedPolicy for DagPolicy {
     ) -> Vec<WorkerId> {
         let now = now_s();
         let w = worker.index();
-        relaxed_lock(&self.state).finished(w, task.addr(), now);
+        let kind = {
+            let mut st = relaxed_lock(&self.state);
+            st.finished(w, task.addr(), now);
+            st.kind_of(w)
+        };
         let Some(secs) = ran_s.filter(|s| s.is_finite() && *s > 0.0) else {
             return Vec::new();
         };
@@ -347,7 +351,7 @@ impl SchedPolicy for DagPolicy {
         }
         let (due, first) = {
             let mut models = relaxed_lock(&self.models);
-            let (job, first) = models.graph.record(w, codelet, units, secs);
+            let (job, first) = models.graph.record(w, kind, codelet, units, secs);
             (
                 job.map(|j| (j, models.graph.book.fit_config().clone())),
                 first,

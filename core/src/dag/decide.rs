@@ -5,7 +5,7 @@
 //! ([`GraphModels`], under the models' own lock), then HEFT or DADA
 //! ([`super::place`]) and the training rule for kinds without a model.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::lines::Placed;
 use super::{Affinity, DagTask, DagWorker, Method, place};
@@ -151,7 +151,25 @@ pub struct GraphModels {
     /// The fitted models per (worker, codelet).
     pub book: ModelBook,
     training: HashSet<(WorkerKind, usize)>,
+    /// The lowest priority of any task placed so far: a task above it is
+    /// urgent, and a kind is not trained on it when another kind knows or
+    /// is learning its codelet (see [`GraphModels::costs`]).
+    lowest_priority: Option<i32>,
+    /// Mean measured seconds per unit of each (kind, codelet): how much
+    /// slower one kind is than another on the codelets both ran.
+    kind_speed: HashMap<(WorkerKind, usize), (f64, u32)>,
 }
+
+/// A kind this many times slower than another on every codelet both ran
+/// is not trained on further codelets: on a CPU core against an H200
+/// (GEMM, SYRK, TRSM 400 to 4000 times slower, measured) one such task
+/// would hold the critical path for seconds; on the sampled machines
+/// (attila, idgraf: TRSM 7 times slower) the CPUs are trained and take the
+/// factorisations they run faster (idgraf's POTRF).
+pub const HOPELESS_RATIO: f64 = 50.0;
+
+/// At most this many (kind, codelet) speeds are kept.
+const KIND_SPEED_CAP: usize = 1024;
 
 /// What the models say of a batch: each task's predicted seconds per
 /// member, the member that trains a kind with no model yet, and whether a
@@ -161,22 +179,68 @@ pub struct Costs {
     cost: Vec<Vec<Option<f64>>>,
     train: Vec<Option<usize>>,
     awaiting: Vec<bool>,
+    /// For a task with no prediction anywhere: the kind whose training
+    /// sample of its codelet is out, which the fallback rule keeps it to.
+    learning: Vec<Option<WorkerKind>>,
 }
 
 impl GraphModels {
-    /// Records a measured run of `codelet` on `worker`; returns the refit
+    /// Records a measured run of `codelet` on `worker` (of `kind`); returns the refit
     /// when one is due, and whether this was the worker's first sample of
     /// the codelet (a prediction that did not exist now does: tasks held
     /// back for it can be placed).
     pub fn record(
         &mut self,
         worker: usize,
+        kind: WorkerKind,
         codelet: usize,
         units: f64,
         secs: f64,
     ) -> (Option<RefitJob>, bool) {
         let first = !self.book.has_samples(worker, codelet);
+        self.record_kind(kind, codelet, units, secs);
         (self.book.record(worker, codelet, units, secs), first)
+    }
+
+    /// Records a measured run's speed for its worker's kind (what
+    /// [`GraphModels::slowdown`] compares).
+    fn record_kind(&mut self, kind: WorkerKind, codelet: usize, units: f64, secs: f64) {
+        if !(units > 0.0 && secs.is_finite() && secs >= 0.0) {
+            return;
+        }
+        let full = self.kind_speed.len() >= KIND_SPEED_CAP;
+        if full && !self.kind_speed.contains_key(&(kind, codelet)) {
+            return;
+        }
+        let e = self.kind_speed.entry((kind, codelet)).or_insert((0.0, 0));
+        e.0 += secs / units;
+        e.1 += 1;
+    }
+
+    /// How many times slower `kind` is than the fastest other kind, on the
+    /// codelet where it does best among those both measured; `None` when
+    /// no codelet was measured on `kind` and another kind.
+    pub fn slowdown(&self, kind: WorkerKind) -> Option<f64> {
+        let mean = |k: WorkerKind, c: usize| {
+            self.kind_speed
+                .get(&(k, c))
+                .filter(|e| e.1 > 0)
+                .map(|e| e.0 / f64::from(e.1))
+        };
+        self.kind_speed
+            .keys()
+            .filter(|(k, _)| *k == kind)
+            .filter_map(|&(_, c)| {
+                let own = mean(kind, c)?;
+                let best_other = self
+                    .kind_speed
+                    .keys()
+                    .filter(|(k, c2)| *k != kind && *c2 == c)
+                    .filter_map(|&(k, _)| mean(k, c))
+                    .min_by(f64::total_cmp)?;
+                (best_other > 0.0).then(|| own / best_other)
+            })
+            .min_by(f64::total_cmp)
     }
 
     /// Our prediction of `units` of `codelet` on member `m`: its own model,
@@ -195,11 +259,29 @@ impl GraphModels {
     /// The predictions for `batch` (cheap: no fit); the first task of a
     /// kind with no prediction trains it, on that kind's least-loaded
     /// worker; later ones go where predictions exist until its sample
-    /// arrives.
+    /// arrives. Which kind and which task train, so that learning costs
+    /// the critical path little (a CPU can be a hundred times slower than
+    /// a GPU on a tile):
+    /// - a codelet nobody knows trains an accelerator first (CUDA, OpenCL);
+    /// - once a kind knows a codelet or its sample is out, another kind is
+    ///   trained on it only if it is at most [`HOPELESS_RATIO`] times
+    ///   slower on some codelet both ran; while that is not known yet,
+    ///   only on a task of the lowest priority seen so far, never on an
+    ///   urgent one (a panel factorisation, say). A task not used for
+    ///   training goes where predictions exist, or waits with the kind
+    ///   being trained.
     pub fn costs<T: GraphTask>(&mut self, batch: &Batch<T>, facts: &[Facts]) -> Costs {
         let members = &batch.members;
         let mut train = vec![None; batch.tasks.len()];
         let mut awaiting = vec![false; batch.tasks.len()];
+        let mut learning = vec![None; batch.tasks.len()];
+        let lowest = batch
+            .tasks
+            .iter()
+            .map(GraphTask::priority)
+            .chain(self.lowest_priority)
+            .min();
+        self.lowest_priority = lowest;
         let cost = batch
             .tasks
             .iter()
@@ -213,13 +295,33 @@ impl GraphModels {
                         self.predict(members, m, codelet, units)
                     })
                     .collect();
+                let capable = |m: &usize| f.capable[*m].is_some();
+                // The kind whose sample of this codelet is out, if any.
+                let sample_out = (0..members.len())
+                    .filter(capable)
+                    .filter(|&m| cost[m].is_none())
+                    .map(|m| members[m].kind)
+                    .filter(|&kind| self.training.contains(&(kind, codelet)))
+                    .min_by_key(|&kind| kind == WorkerKind::Cpu);
+                let known = cost.iter().any(Option::is_some) || sample_out.is_some();
+                let urgent = lowest.is_some_and(|low| t.priority() > low);
                 let untrained = (0..members.len())
-                    .find(|&m| {
-                        f.capable[m].is_some()
-                            && cost[m].is_none()
-                            && !self.training.contains(&(members[m].kind, codelet))
+                    .filter(capable)
+                    .filter(|&m| {
+                        cost[m].is_none() && !self.training.contains(&(members[m].kind, codelet))
                     })
-                    .map(|m| members[m].kind);
+                    .map(|m| members[m].kind)
+                    .min_by_key(|&kind| kind == WorkerKind::Cpu)
+                    .filter(|&kind| {
+                        !known
+                            || match self.slowdown(kind) {
+                                Some(r) => r <= HOPELESS_RATIO,
+                                None => !urgent,
+                            }
+                    });
+                if cost.iter().all(Option::is_none) && untrained.is_none() {
+                    learning[k] = sample_out;
+                }
                 if let Some(kind) = untrained {
                     self.training.insert((kind, codelet));
                     train[k] = (0..members.len())
@@ -246,6 +348,7 @@ impl GraphModels {
             cost,
             train,
             awaiting,
+            learning,
         }
     }
 }
@@ -291,8 +394,11 @@ pub fn decide<T: GraphTask>(
             // Training, or no prediction anywhere yet (every kind is being
             // trained): the fallback queues' rule.
             let m = trainee.unwrap_or_else(|| {
+                // Kept to the kind learning its codelet, when one is.
+                let learning = costs.learning[k];
                 let idx: Vec<usize> = (0..members.len())
                     .filter(|&m| f.capable[m].is_some())
+                    .filter(|&m| learning.is_none_or(|kind| members[m].kind == kind))
                     .collect();
                 let cands: Vec<Candidate> = idx
                     .iter()
@@ -398,5 +504,145 @@ pub fn decide<T: GraphTask>(
         decisions,
         stranded,
         deferred,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A task of codelet `codelet` with priority `priority` that every
+    /// worker can run.
+    struct Tile {
+        codelet: usize,
+        priority: i32,
+    }
+
+    impl GraphTask for Tile {
+        fn id(&self) -> usize {
+            0
+        }
+        fn codelet(&self) -> usize {
+            self.codelet
+        }
+        fn units(&self) -> f64 {
+            1.0
+        }
+        fn priority(&self) -> i32 {
+            self.priority
+        }
+        fn implementation_on(&self, _worker: usize) -> Option<u32> {
+            Some(0)
+        }
+        fn transfer_to_node_s(&self, _node: usize) -> Option<f64> {
+            Some(0.0)
+        }
+        fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64> {
+            vec![0.0; nodes.len()]
+        }
+        fn input_on_node(&self, _node: usize) -> bool {
+            true
+        }
+    }
+
+    /// Worker 0 a CPU, worker 1 a GPU.
+    fn batch(tiles: &[(usize, i32)]) -> Batch<Tile> {
+        let member = |id, kind| Member { id, kind, node: 0 };
+        Batch {
+            tasks: tiles
+                .iter()
+                .map(|&(codelet, priority)| Tile { codelet, priority })
+                .collect(),
+            members: vec![member(0, WorkerKind::Cpu), member(1, WorkerKind::Cuda)],
+            loads: vec![0.0; 2],
+            queued: vec![0; 2],
+            by_priority: vec![Vec::new(); 2],
+            rotate: 0,
+        }
+    }
+
+    /// Which kind each task of `tiles` trains (`None`: none).
+    fn trains(models: &mut GraphModels, tiles: &[(usize, i32)]) -> Vec<Option<WorkerKind>> {
+        let b = batch(tiles);
+        let facts = b.facts();
+        let costs = models.costs(&b, &facts);
+        costs
+            .train
+            .iter()
+            .map(|t| t.map(|m| b.members[m].kind))
+            .collect()
+    }
+
+    #[test]
+    fn slowdown_is_the_kinds_best_ratio_over_codelets_both_ran() {
+        let mut m = GraphModels::default();
+        assert_eq!(m.slowdown(WorkerKind::Cpu), None);
+        m.record(0, WorkerKind::Cpu, 1, 2.0, 2.0);
+        assert_eq!(
+            m.slowdown(WorkerKind::Cpu),
+            None,
+            "no other kind ran codelet 1"
+        );
+        m.record(1, WorkerKind::Cuda, 1, 2.0, 0.02);
+        m.record(0, WorkerKind::Cpu, 2, 1.0, 0.5);
+        m.record(1, WorkerKind::Cuda, 2, 1.0, 0.1);
+        // Codelet 1: 100 times slower; codelet 2: 5 times.
+        assert!((m.slowdown(WorkerKind::Cpu).unwrap() - 5.0).abs() < 1e-9);
+        assert!((m.slowdown(WorkerKind::Cuda).unwrap() - 0.01).abs() < 1e-9);
+        // Nonsense samples are ignored.
+        m.record(0, WorkerKind::Cpu, 3, 0.0, 1.0);
+        m.record(1, WorkerKind::Cuda, 3, 1.0, f64::NAN);
+        assert!((m.slowdown(WorkerKind::Cpu).unwrap() - 5.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_codelet_nobody_knows_trains_the_accelerator_first() {
+        let mut m = GraphModels::default();
+        assert_eq!(trains(&mut m, &[(1, 5)]), vec![Some(WorkerKind::Cuda)]);
+    }
+
+    #[test]
+    fn a_kind_of_unknown_speed_trains_on_the_least_urgent_tasks_only() {
+        let mut m = GraphModels::default();
+        // Codelet 1 is known on the GPU; the CPU's speed is not known.
+        m.book.record_now(1, 1, 1.0, 0.01);
+        // An urgent task (priority 9 above the lowest seen, 0) does not
+        // train the CPU; the least urgent one does, once.
+        assert_eq!(
+            trains(&mut m, &[(1, 9), (1, 0), (1, 0)]),
+            vec![None, Some(WorkerKind::Cpu), None]
+        );
+    }
+
+    #[test]
+    fn a_hopeless_kind_is_not_trained_on_further_codelets_and_a_useful_one_is() {
+        let mut hopeless = GraphModels::default();
+        hopeless.record(0, WorkerKind::Cpu, 1, 1.0, 1.0);
+        hopeless.record(1, WorkerKind::Cuda, 1, 1.0, 0.001);
+        hopeless.book.record_now(1, 2, 1.0, 0.01);
+        assert_eq!(trains(&mut hopeless, &[(2, 0), (2, 9)]), vec![None, None]);
+        let mut useful = GraphModels::default();
+        useful.record(0, WorkerKind::Cpu, 1, 1.0, 0.07);
+        useful.record(1, WorkerKind::Cuda, 1, 1.0, 0.01);
+        useful.book.record_now(1, 2, 1.0, 0.01);
+        // Urgent or not: a CPU 7 times slower is trained (the first task).
+        assert_eq!(
+            trains(&mut useful, &[(2, 9), (2, 0)]),
+            vec![Some(WorkerKind::Cpu), None]
+        );
+        // A codelet only the CPU can run trains it, hopeless or not.
+        let b = Batch {
+            members: vec![Member {
+                id: 0,
+                kind: WorkerKind::Cpu,
+                node: 0,
+            }],
+            loads: vec![0.0],
+            queued: vec![0],
+            by_priority: vec![Vec::new()],
+            ..batch(&[(3, 9)])
+        };
+        let facts = b.facts();
+        assert_eq!(hopeless.costs(&b, &facts).train, vec![Some(0)]);
     }
 }

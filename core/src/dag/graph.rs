@@ -48,6 +48,12 @@ pub struct GraphSched<T> {
     deferrals: u64,
     /// Per worker id: a member CPU worker (it runs one task at a time).
     cpu: Vec<bool>,
+    /// Per worker id: it released waiting tasks since its last task (or
+    /// the last completion): it does not again until one of those changes,
+    /// which would only defer them again (a dry worker of a kind still in
+    /// training otherwise spins through the same tasks until its sample
+    /// arrives).
+    released_dry: Vec<bool>,
     rotate: usize,
 }
 
@@ -83,6 +89,7 @@ impl<T: GraphTask> GraphSched<T> {
             waiting: VecDeque::new(),
             deferrals: 0,
             cpu: vec![false; max_workers],
+            released_dry: vec![false; max_workers],
             rotate: 0,
         }
     }
@@ -255,6 +262,9 @@ impl<T: GraphTask> GraphSched<T> {
             self.lines.forget_running(worker, now);
         }
         self.lines.started(worker, Some(p.task.id()), est, now);
+        if let Some(r) = self.released_dry.get_mut(worker) {
+            *r = false;
+        }
         Some(p.task)
     }
 
@@ -276,13 +286,19 @@ impl<T: GraphTask> GraphSched<T> {
             let woken = self.install(decided, sleepers);
             round.wake.extend(woken);
         }
-        if !self.waiting.is_empty() && !self.activating && self.lines.queued(worker) == 0 {
+        if !self.waiting.is_empty()
+            && !self.activating
+            && self.lines.queued(worker) == 0
+            && !self.released_dry.get(worker).copied().unwrap_or(true)
+        {
             // Running dry while tasks wait for a kind's first sample: a
-            // few are placed again. Each goes to a worker with a
-            // prediction whose line is empty, or waits again; as long as
-            // some worker has a prediction this drains the wait even if
-            // the sample never comes (a lost report).
+            // few are placed again, once per dry spell of this worker.
+            // Each goes to a worker with a prediction whose line is empty,
+            // or waits again; as long as some worker has a prediction this
+            // drains the wait even if the sample never comes (a lost
+            // report): that worker, dry, releases them to itself.
             self.release_waiting(self.members.len());
+            self.released_dry[worker] = true;
         }
         if round.activations < ACTIVATIONS_PER_POP
             && let Some(batch) = self.take_batch(now)
@@ -324,9 +340,19 @@ impl<T: GraphTask> GraphSched<T> {
         }
     }
 
+    /// The kind of member `worker` ([`WorkerKind::Other`] if it is none).
+    pub fn kind_of(&self, worker: usize) -> WorkerKind {
+        self.members
+            .iter()
+            .find(|m| m.id == worker)
+            .map_or(WorkerKind::Other, |m| m.kind)
+    }
+
     /// `worker` finished the task `id` at `now`.
     pub fn finished(&mut self, worker: usize, id: usize, now: f64) {
         self.lines.finished(worker, Some(id), now);
+        // Expected ends changed: a dry worker may place waiting tasks again.
+        self.released_dry.fill(false);
     }
 
     /// Takes every task held (at deinit; normally none).
@@ -448,7 +474,7 @@ mod tests {
         assert_eq!(s.held(), held, "nothing lost");
         // The CPUs' sample: everything is placed, over all three workers.
         s.finished(1, 0, 0.01);
-        let (_, first) = models.record(1, 1, 1.0, 0.01);
+        let (_, first) = models.record(1, WorkerKind::Cpu, 1, 1.0, 0.01);
         assert!(first);
         s.model_learned(&sleepers);
         assert!(pop(&mut s, &mut models, &sleepers, 2).is_some());
@@ -458,5 +484,54 @@ mod tests {
         }
         // Tasks placed again and deferred again count again.
         assert!(s.deferrals() > 27);
+    }
+
+    /// A dry worker of a kind in training places the waiting tasks again
+    /// once per dry spell, not at every pop (each pop would defer them
+    /// again: under SimGrid that spun for minutes of real time per run);
+    /// a completion lets it try again.
+    #[test]
+    fn a_dry_worker_releases_waiting_tasks_once_until_something_changes() {
+        let members = [
+            Member {
+                id: 0,
+                kind: WorkerKind::Cuda,
+                node: 0,
+            },
+            Member {
+                id: 1,
+                kind: WorkerKind::Cpu,
+                node: 0,
+            },
+            Member {
+                id: 2,
+                kind: WorkerKind::Cpu,
+                node: 0,
+            },
+        ];
+        let sleepers = Sleepers::new(3, true);
+        let mut s = GraphSched::new(3);
+        s.add_workers(&members, &sleepers);
+        let mut models = GraphModels::default();
+        models.book.record_now(0, 1, 1.0, 0.01);
+        for i in 0..30 {
+            s.push(Job(i), &sleepers);
+        }
+        assert!(pop(&mut s, &mut models, &sleepers, 0).is_some());
+        assert!(pop(&mut s, &mut models, &sleepers, 1).is_some());
+        let deferred = s.deferrals();
+        assert!(!s.waiting.is_empty());
+        // Worker 2 runs dry: it places the waiting tasks again, once.
+        assert_eq!(pop(&mut s, &mut models, &sleepers, 2), None);
+        let once = s.deferrals();
+        assert!(once > deferred);
+        for _ in 0..5 {
+            assert_eq!(pop(&mut s, &mut models, &sleepers, 2), None);
+        }
+        assert_eq!(s.deferrals(), once, "no new placement without a change");
+        // A completion: it tries again.
+        s.finished(0, 0, 0.01);
+        assert_eq!(pop(&mut s, &mut models, &sleepers, 2), None);
+        assert!(s.deferrals() > once);
     }
 }

@@ -150,7 +150,8 @@ impl Side for Graph {
         if run.codelet == 0 {
             return Vec::new();
         }
-        let (job, first) = self.models.record(w, run.codelet, run.units, secs);
+        let kind = self.sched.kind_of(w);
+        let (job, first) = self.models.record(w, kind, run.codelet, run.units, secs);
         if let Some(job) = job {
             let fitted = job.run(self.models.book.fit_config());
             self.models.book.install(fitted);
