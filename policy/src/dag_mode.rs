@@ -110,6 +110,15 @@ pub struct DagPolicy {
     g: Gauges,
 }
 
+/// A key for a saved codelet's name, apart from live codelet keys (the
+/// addresses of `starpu_codelet`s, which never have the top bit set).
+fn saved_codelet_key(name: &str) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    (h.finish() as usize) | (1 << (usize::BITS - 1))
+}
+
 fn now_s() -> f64 {
     now_us() / 1e6
 }
@@ -127,6 +136,19 @@ impl DagPolicy {
             let mut models = relaxed_lock(&self.models);
             if !models.persisted.is_open() {
                 models.persisted = file;
+                // How much slower each kind is than another, from every
+                // saved sample at once (the training rule reads it before
+                // the codelets' own models are seeded, at their first task).
+                let Models { graph, persisted } = &mut *models;
+                for (name, w, samples) in persisted.saved_samples() {
+                    let Some(m) = batch.members.iter().find(|m| m.id == w) else {
+                        continue;
+                    };
+                    let key = saved_codelet_key(name);
+                    for &(units, secs) in samples {
+                        graph.record_kind(m.kind, key, units, secs);
+                    }
+                }
             }
         }
         // StarPU's view of each task: capability, transfers, affinity.

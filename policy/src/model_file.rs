@@ -252,6 +252,13 @@ impl Persisted {
         self.file = Some(Some((path, id)));
     }
 
+    /// Every saved sample list: codelet name, worker id, (units, seconds).
+    pub fn saved_samples(&self) -> impl Iterator<Item = (&str, usize, &[(f64, f64)])> {
+        self.saved
+            .iter()
+            .map(|((name, w), samples)| (name.as_str(), *w, samples.as_slice()))
+    }
+
     /// Whether [`Persisted::open`] ran.
     pub fn is_open(&self) -> bool {
         self.file.is_some()

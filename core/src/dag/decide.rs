@@ -202,9 +202,11 @@ impl GraphModels {
         (self.book.record(worker, codelet, units, secs), first)
     }
 
-    /// Records a measured run's speed for its worker's kind (what
-    /// [`GraphModels::slowdown`] compares).
-    fn record_kind(&mut self, kind: WorkerKind, codelet: usize, units: f64, secs: f64) {
+    /// Records a run's speed for its worker's kind (what
+    /// [`GraphModels::slowdown`] compares): from [`GraphModels::record`],
+    /// and for the samples of a models file when it is read (`codelet`
+    /// then any key that names the codelet the same way for every kind).
+    pub fn record_kind(&mut self, kind: WorkerKind, codelet: usize, units: f64, secs: f64) {
         if !(units > 0.0 && secs.is_finite() && secs >= 0.0) {
             return;
         }
