@@ -168,6 +168,10 @@ pub struct GraphModels {
 /// factorisations they run faster (idgraf's POTRF).
 pub const HOPELESS_RATIO: f64 = 50.0;
 
+/// Tasks no kind has a prediction for, while one kind's sample is out, go
+/// to that kind's workers up to this many queued each; the others wait.
+const LEARNING_QUEUE: usize = 2;
+
 /// At most this many (kind, codelet) speeds are kept.
 const KIND_SPEED_CAP: usize = 1024;
 
@@ -393,11 +397,22 @@ pub fn decide<T: GraphTask>(
         let trainee = costs.train[k];
         let unknown = cost.iter().all(Option::is_none);
         if trainee.is_some() || unknown {
+            // Kept to the kind learning its codelet, when one is, and only
+            // a few queued per worker of it: the rest wait for the first
+            // sample (of any kind) and are then placed by the predictions.
+            let learning = costs.learning[k].filter(|_| trainee.is_none());
+            if let Some(kind) = learning {
+                let full = (0..members.len())
+                    .filter(|&m| f.capable[m].is_some() && members[m].kind == kind)
+                    .all(|m| queued[m] >= LEARNING_QUEUE);
+                if full {
+                    deferred.push(task);
+                    continue;
+                }
+            }
             // Training, or no prediction anywhere yet (every kind is being
             // trained): the fallback queues' rule.
             let m = trainee.unwrap_or_else(|| {
-                // Kept to the kind learning its codelet, when one is.
-                let learning = costs.learning[k];
                 let idx: Vec<usize> = (0..members.len())
                     .filter(|&m| f.capable[m].is_some())
                     .filter(|&m| learning.is_none_or(|kind| members[m].kind == kind))
