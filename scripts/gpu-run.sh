@@ -187,7 +187,10 @@ graph_run() {
     esac
     case " $given_up " in *" $app:$policy "*) return 0 ;; esac
     local lib=()
-    case " ${OUR_POLICIES[*]} " in *" $policy "*) lib=(STARPU_SCHED_LIB="$kit/lib/libstarpu_plb.so" PLB_SUMMARY=1) ;; esac
+    # Each of our policies keeps its own models (per application): its
+    # cold run is then really its first.
+    case " ${OUR_POLICIES[*]} " in *" $policy "*) lib=(STARPU_SCHED_LIB="$kit/lib/libstarpu_plb.so" PLB_SUMMARY=1
+        PLB_MODEL_DIR="$work/models-$app-$policy") ;; esac
     local t0=$EPOCHREALTIME text status
     text=$(env STARPU_SCHED="$policy" "${lib[@]}" "$@" timeout 60 "$prog" "${args[@]}" 2>&1)
     status=$?

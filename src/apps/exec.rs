@@ -326,7 +326,9 @@ impl Drop for Session {
 /// Runs one task of `cl` per entry of `tasks` (pinned to its worker, on
 /// its handles), all submitted at once, and waits for them. Returns each
 /// task's seconds from submission to its end (transfers, emulated costs
-/// and waiting for its worker included), in the order of `tasks`.
+/// and waiting for its worker included), in the order of `tasks`. (Used by
+/// the MPI application only: unused in a build without MPI.)
+#[cfg_attr(not(plb_mpi), allow(dead_code))]
 pub(crate) fn run_pinned(
     cl: *mut sys::starpu_codelet,
     tasks: &[(i32, Vec<Handle>)],
@@ -480,7 +482,9 @@ pub fn run(app: &App, opts: &Options) -> Result<Summary, String> {
 /// from `previous` (PLB-HAC keeps its models from one pass to the next);
 /// waits for every task and unregisters the pass's handles. Returns the
 /// blocks that ran: worker, offset, units. StarPU must be running; its
-/// scheduling policy does not matter (every task is pinned).
+/// scheduling policy does not matter (every task is pinned). (Used by the
+/// MPI application only: unused in a build without MPI.)
+#[cfg_attr(not(plb_mpi), allow(dead_code))]
 pub(crate) fn divisible_pass(
     work: &mut dyn Workload,
     sched: &str,
