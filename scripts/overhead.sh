@@ -37,8 +37,8 @@ prefix="$(starpu14_prefix native)"
 examples="$prefix/lib/starpu/examples"
 lib="$PWD/target/starpu14-native/release/libstarpu_plb.so"
 plb="$PWD/target/release/plb"
-[ -x "$examples/tasks_overhead" ] || { echo "overhead: $examples/tasks_overhead not found (bash scripts/starpu14.sh native)" >&2; exit 1; }
-if [ ! -f "$lib" ] || [ ! -x "$plb" ]; then echo "overhead: build first (bash scripts/setup.sh)" >&2; exit 1; fi
+[ -x "$examples/tasks_overhead" ] || { echo "overhead: $examples/tasks_overhead not found (bash scripts/setup.sh --all)" >&2; exit 1; }
+if [ ! -f "$lib" ] || [ ! -x "$plb" ]; then echo "overhead: build first (bash scripts/setup.sh --all)" >&2; exit 1; fi
 read -r -a ours <<<"$("$plb" policies | awk '{print $1}' | tr '\n' ' ')"
 starpus=(eager lws dmda dmdas)
 policies=("${starpus[@]}" "${ours[@]}")

@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # Installs, idempotently, every Debian package the build, the tests and the
 # experiments need, then builds the workspace in release mode against
-# Debian's StarPU 1.3.10, builds StarPU 1.4.10 (native and SimGrid) from
-# Debian's source package (scripts/starpu14.sh, cached) and our workspace
-# against it.
-# Usage: bash scripts/setup.sh        (root, or a user with sudo)
+# Debian's StarPU 1.3.10, StarPU 1.4.10's SimGrid build from Debian's source
+# package (scripts/starpu14.sh, cached) and our library against it: what the
+# README's first command (`plb experiment`) needs.
+# With --all (the test command): also StarPU 1.4.10's native and SMPI
+# builds and our workspace against the native one.
+# Usage: bash scripts/setup.sh [--all]   (root, or a user with sudo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+all=0
+case "${1:-}" in
+  "") ;;
+  --all) all=1 ;;
+  *) echo "usage: bash scripts/setup.sh [--all]" >&2; exit 2 ;;
+esac
 
 PACKAGES=(
   libstarpu-dev starpu-examples starpu-tools   # StarPU 1.3, its examples and tools
@@ -40,15 +48,22 @@ command -v cargo >/dev/null 2>&1 || { echo "setup: cargo not found; install a Ru
 cargo build --release --workspace
 echo "setup: built target/release/plb and target/release/libstarpu_plb.so"
 
-# StarPU 1.4.10 from Debian's source package, native and SimGrid (cached
-# under ~/.cache/plb, a few minutes the first time), and our library built
-# against each (target/starpu14-native, target/starpu14-simgrid).
-bash scripts/starpu14.sh
-# And SimGrid mode with StarPU-MPI over SMPI (static libraries), for the
-# cluster simulator's cross-check (plb experiment cluster --smpi).
-bash scripts/starpu14.sh smpi
+# StarPU 1.4.10 from Debian's source package (cached under ~/.cache/plb, a
+# few minutes the first time) and our library against it: the SimGrid build
+# always (the main job's Cholesky on a SIMULATED GPU machine); with --all
+# also the native build with our workspace against it, and SimGrid mode with
+# StarPU-MPI over SMPI (static libraries) for the cluster simulator's
+# cross-check (plb experiment cluster --smpi).
+bash scripts/starpu14.sh simgrid
 # shellcheck source=scripts/lib/starpu14.sh
 source scripts/lib/starpu14.sh
-with_starpu14 native cargo build --release --workspace
 with_starpu14 simgrid cargo build --release -p starpu-plb
-echo "setup: built against StarPU 1.4.10: target/starpu14-native/release/, target/starpu14-simgrid/release/libstarpu_plb.so"
+echo "setup: built against StarPU 1.4.10 SimGrid: target/starpu14-simgrid/release/libstarpu_plb.so"
+if [ "$all" = 1 ]; then
+  bash scripts/starpu14.sh native
+  bash scripts/starpu14.sh smpi
+  with_starpu14 native cargo build --release --workspace
+  echo "setup: built against StarPU 1.4.10 native: target/starpu14-native/release/"
+else
+  echo "setup: the test command (bash scripts/test.sh) also builds StarPU 1.4.10 native and SMPI (bash scripts/setup.sh --all)"
+fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up (scripts/setup.sh) and runs every test: unit tests, the framework
+# Sets up (scripts/setup.sh --all) and runs every test: unit tests, the framework
 # stress tests against real StarPU and the compatibility suite over
 # StarPU's example applications, against StarPU 1.3.10 and 1.4.10, the
 # StarPU-SimGrid check, and StarPU 1.4.10's own test suite under our
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib/parts.sh
 source scripts/lib/parts.sh
 parts_init test
-part "set-up (scripts/setup.sh)" bash scripts/setup.sh
+part "set-up (scripts/setup.sh --all)" bash scripts/setup.sh --all
 command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 # --all-targets: unit, integration and binary tests (no doc-tests: there are none).
 echo "test: against StarPU 1.3.10 (Debian)"
