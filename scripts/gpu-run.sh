@@ -207,6 +207,7 @@ graph_run() {
     fi
     grep -q "plb: error" <<<"$text" && status=97
     [ -n "$ms" ] || [ "$status" != 0 ] || status=98
+    [ "$run" != measured ] || [ -z "$ms" ] || measured_ms[$policy]=$ms
     echo "$label,$device,$app:$n/$tile,$policy,$run,$rep,$ms,$gflops,$gib,$cpu,$cuda,$status,$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')" >>"$graphs"
     say "$app:$n/$tile $policy ($run${rep:+ $rep}): ${ms:-?} ms, ${gib:-?} GiB moved, tasks cpu $cpu cuda $cuda, status $status"
     if [ "$status" = 124 ]; then
@@ -233,8 +234,22 @@ for c in "${cases[@]}"; do
     # Our policies' first run: no model yet (the cold figure), their
     # learning run for the measured ones.
     for p in "${OUR_POLICIES[@]}"; do graph_run "$app" "$n" "$tile" "$p" cold 1; done
+    declare -A measured_ms=()
     for rep in $(seq 1 "$reps"); do
         [ "$(left)" -gt 0 ] || { say "budget spent: $app:$n/$tile stops after $((rep - 1)) repetition(s)"; break; }
+        if [ "$rep" = 2 ]; then
+            # A policy 10 times slower than the fastest in the first
+            # repetition (eager and lws with slow CPU workers: 55x on the
+            # H200's Cholesky) gets no more repetitions: its one run says
+            # enough and more would spend the budget the other cases need.
+            fastest=$(printf '%s\n' "${measured_ms[@]}" | sort -g | head -n 1)
+            for p in "${!measured_ms[@]}"; do
+                if awk -v a="${measured_ms[$p]}" -v b="$fastest" 'BEGIN { exit !(a > 10 * b) }'; then
+                    given_up="$given_up $app:$p"
+                    say "$p: ${measured_ms[$p]} ms on $app, over 10 times the fastest ($fastest ms): one repetition only"
+                fi
+            done
+        fi
         for p in "${STARPU_POLICIES[@]}" "${OUR_POLICIES[@]}"; do
             if [ "$p" = heteroprio ]; then
                 graph_run "$app" "$n" "$tile" "$p" measured "$rep" "${hp[@]}"
