@@ -5,10 +5,14 @@
 //! goes to the worker with the earliest predicted finish. A task's start
 //! on a worker is the later of the worker's load time-stamp and the
 //! arrival of its data (transfers overlap with the backlog, as in StarPU's
-//! `dmda`); queues being priority-ordered, the load a task waits for is the
-//! running work plus the queued tasks of equal or higher priority (as
-//! `dmdas` counts it). Cost: O(n log n + n·w·p) for n tasks, w workers and
-//! p distinct priorities queued.
+//! `dmda`). The load counted is the worker's whole backlog, the running
+//! work and every queued task whatever its priority (`dmda`'s expected
+//! end), although the queue itself is priority-ordered. Counting only the
+//! tasks of equal or higher priority sent every urgent task with little
+//! acceleration (Cholesky's POTRF) to a GPU whose running task was short;
+//! with 1 or 2 GPUs, the bottleneck, that made Cholesky 1.1–1.3x slower
+//! than StarPU's best (SIMULATED, docs/results.md). Cost: O(n log n + n·w·p)
+//! for n tasks, w workers and p distinct priorities queued.
 
 use super::{Backlog, DagTask, DagWorker, by_speedup};
 
@@ -25,7 +29,7 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
             .filter_map(|w| {
                 let c = t.cost_s.get(w).copied().flatten()?;
                 let ready = t.transfer_s.get(w).copied().unwrap_or(0.0);
-                let end = lines[w].ahead_of(t.priority) + ready + c;
+                let end = lines[w].total() + ready + c;
                 end.is_finite().then_some((w, end))
             })
             .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
@@ -77,18 +81,23 @@ mod tests {
     }
 
     #[test]
-    fn a_high_priority_task_waits_only_for_higher_or_equal_priorities() {
+    fn the_finish_counts_the_whole_backlog_whatever_the_priority() {
         // GPU: 10 s queued at priority 0, nothing running; CPU idle but 4x
-        // slower. A priority-5 task (1 s on the GPU) jumps the GPU's queue.
+        // slower. Even a priority-5 task (1 s on the GPU), which would jump
+        // the GPU's queue, goes to the CPU: the GPU's time is what the
+        // queued work needs.
         let mut g = gpu(1, 10.0);
         g.queued_by_priority = vec![(0, 10.0)];
         let w = [cpu(0.0), g];
         let mut t = task(&w, 4.0, 1.0);
         t.priority = 5;
-        assert_eq!(place(&[t.clone()], &w), vec![1]);
-        // At the queue's priority it goes to the CPU.
+        assert_eq!(place(&[t.clone()], &w), vec![0]);
+        // With 2 s queued it goes to the GPU (3 < 4), whatever its priority.
+        let mut g = gpu(1, 2.0);
+        g.queued_by_priority = vec![(9, 2.0)];
+        let w = [cpu(0.0), g];
         t.priority = 0;
-        assert_eq!(place(&[t], &w), vec![0]);
+        assert_eq!(place(&[t], &w), vec![1]);
     }
 
     #[test]

@@ -220,6 +220,11 @@ impl Backlog {
         }
     }
 
+    /// Seconds of the whole backlog: running work and every queued task.
+    pub(crate) fn total(&self) -> f64 {
+        self.running_s + self.queued.iter().map(|q| q.1).sum::<f64>()
+    }
+
     /// Seconds until a task of priority `p` would start (ignoring its data).
     pub(crate) fn ahead_of(&self, p: i32) -> f64 {
         self.running_s
