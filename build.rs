@@ -93,7 +93,7 @@ fn main() {
     }
     c.compile("plb_codelets");
 
-    if let (Some(_), Some(root)) = (&nvcc, &cuda_root) {
+    if let Some(root) = &cuda_root {
         if !cu_files.is_empty() {
             // cc finds nvcc itself (`$NVCC`, else `PATH`, as `find_nvcc`)
             // and then passes host flags through `-Xcompiler`; no debug

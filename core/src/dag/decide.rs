@@ -288,6 +288,14 @@ impl GraphModels {
             .chain(self.lowest_priority)
             .min();
         self.lowest_priority = lowest;
+        // Each kind's slowdown, once per batch (it scans every kind's speeds).
+        let slowdowns = WorkerKind::ALL.map(|kind| (kind, self.slowdown(kind)));
+        let slowdown = |kind: WorkerKind| {
+            slowdowns
+                .iter()
+                .find(|(k, _)| *k == kind)
+                .and_then(|(_, r)| *r)
+        };
         let cost = batch
             .tasks
             .iter()
@@ -320,7 +328,7 @@ impl GraphModels {
                     .min_by_key(|&kind| kind == WorkerKind::Cpu)
                     .filter(|&kind| {
                         !known
-                            || match self.slowdown(kind) {
+                            || match slowdown(kind) {
                                 Some(r) => r <= HOPELESS_RATIO,
                                 None => !urgent,
                             }
@@ -527,40 +535,7 @@ pub fn decide<T: GraphTask>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A task of codelet `codelet` with priority `priority` that every
-    /// worker can run.
-    struct Tile {
-        codelet: usize,
-        priority: i32,
-    }
-
-    impl GraphTask for Tile {
-        fn id(&self) -> usize {
-            0
-        }
-        fn codelet(&self) -> usize {
-            self.codelet
-        }
-        fn units(&self) -> f64 {
-            1.0
-        }
-        fn priority(&self) -> i32 {
-            self.priority
-        }
-        fn implementation_on(&self, _worker: usize) -> Option<u32> {
-            Some(0)
-        }
-        fn transfer_to_node_s(&self, _node: usize) -> Option<f64> {
-            Some(0.0)
-        }
-        fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64> {
-            vec![0.0; nodes.len()]
-        }
-        fn input_on_node(&self, _node: usize) -> bool {
-            true
-        }
-    }
+    use crate::dag::testutil::Tile;
 
     /// Worker 0 a CPU, worker 1 a GPU.
     fn batch(tiles: &[(usize, i32)]) -> Batch<Tile> {
@@ -568,7 +543,11 @@ mod tests {
         Batch {
             tasks: tiles
                 .iter()
-                .map(|&(codelet, priority)| Tile { codelet, priority })
+                .map(|&(codelet, priority)| Tile {
+                    id: 0,
+                    codelet,
+                    priority,
+                })
                 .collect(),
             members: vec![member(0, WorkerKind::Cpu), member(1, WorkerKind::Cuda)],
             loads: vec![0.0; 2],

@@ -46,14 +46,17 @@ pub struct GraphSched<T> {
     waiting: VecDeque<T>,
     /// Tasks deferred so far (a task deferred twice counts twice).
     deferrals: u64,
-    /// Per worker id: a member CPU worker (it runs one task at a time).
-    cpu: Vec<bool>,
-    /// Per worker id: it released waiting tasks since its last task (or
-    /// the last completion): it does not again until one of those changes,
-    /// which would only defer them again (a dry worker of a kind still in
-    /// training otherwise spins through the same tasks until its sample
-    /// arrives).
-    released_dry: Vec<bool>,
+    /// Per worker id: the member's kind (`None`: not a member). A CPU
+    /// worker runs one task at a time.
+    kinds: Vec<Option<WorkerKind>>,
+    /// Tasks completed so far.
+    completions: u64,
+    /// Per worker id: `completions + 1` when it last released waiting
+    /// tasks while dry, 0 once it got a task since. It does not release
+    /// again until a task completes or it gets one (that would only defer
+    /// them again: a dry worker of a kind still in training otherwise
+    /// spins through the same tasks until its sample arrives).
+    released_at: Vec<u64>,
     rotate: usize,
 }
 
@@ -88,8 +91,9 @@ impl<T: GraphTask> GraphSched<T> {
             stranded: Vec::new(),
             waiting: VecDeque::new(),
             deferrals: 0,
-            cpu: vec![false; max_workers],
-            released_dry: vec![false; max_workers],
+            kinds: vec![None; max_workers],
+            completions: 0,
+            released_at: vec![0; max_workers],
             rotate: 0,
         }
     }
@@ -141,10 +145,11 @@ impl<T: GraphTask> GraphSched<T> {
             if !self.members.iter().any(|x| x.id == m.id) {
                 self.members.push(*m);
             }
-            if m.id >= self.cpu.len() {
-                self.cpu.resize(m.id + 1, false);
+            if m.id >= self.kinds.len() {
+                self.kinds.resize(m.id + 1, None);
+                self.released_at.resize(m.id + 1, 0);
             }
-            self.cpu[m.id] = m.kind == WorkerKind::Cpu;
+            self.kinds[m.id] = Some(m.kind);
             sleepers.take(m.id);
         }
         let stranded = std::mem::take(&mut self.stranded);
@@ -156,8 +161,8 @@ impl<T: GraphTask> GraphSched<T> {
     pub fn remove_workers(&mut self, workers: &[usize], sleepers: &Sleepers) -> Vec<usize> {
         self.members.retain(|m| !workers.contains(&m.id));
         for &w in workers {
-            if let Some(c) = self.cpu.get_mut(w) {
-                *c = false;
+            if let Some(k) = self.kinds.get_mut(w) {
+                *k = None;
             }
             let back = self.lines.take_queue(w).into_iter().map(|(p, _)| p.task);
             self.ready.extend(back);
@@ -256,14 +261,14 @@ impl<T: GraphTask> GraphSched<T> {
             .lines
             .pop(worker, |p| p.task.input_on_node(node))
             .or_else(|| self.lines.steal_placed(worker, now))?;
-        if self.cpu.get(worker).copied().unwrap_or(false) {
+        if self.kind_of(worker) == WorkerKind::Cpu {
             // A CPU worker runs one task at a time: what it still runs
             // lost its report.
             self.lines.forget_running(worker, now);
         }
         self.lines.started(worker, Some(p.task.id()), est, now);
-        if let Some(r) = self.released_dry.get_mut(worker) {
-            *r = false;
+        if let Some(r) = self.released_at.get_mut(worker) {
+            *r = 0;
         }
         Some(p.task)
     }
@@ -286,10 +291,11 @@ impl<T: GraphTask> GraphSched<T> {
             let woken = self.install(decided, sleepers);
             round.wake.extend(woken);
         }
+        let spell = self.completions + 1;
         if !self.waiting.is_empty()
             && !self.activating
             && self.lines.queued(worker) == 0
-            && !self.released_dry.get(worker).copied().unwrap_or(true)
+            && self.released_at.get(worker).is_some_and(|&r| r != spell)
         {
             // Running dry while tasks wait for a kind's first sample: a
             // few are placed again, once per dry spell of this worker.
@@ -298,7 +304,7 @@ impl<T: GraphTask> GraphSched<T> {
             // drains the wait even if the sample never comes (a lost
             // report): that worker, dry, releases them to itself.
             self.release_waiting(self.members.len());
-            self.released_dry[worker] = true;
+            self.released_at[worker] = spell;
         }
         if round.activations < ACTIVATIONS_PER_POP
             && let Some(batch) = self.take_batch(now)
@@ -342,17 +348,18 @@ impl<T: GraphTask> GraphSched<T> {
 
     /// The kind of member `worker` ([`WorkerKind::Other`] if it is none).
     pub fn kind_of(&self, worker: usize) -> WorkerKind {
-        self.members
-            .iter()
-            .find(|m| m.id == worker)
-            .map_or(WorkerKind::Other, |m| m.kind)
+        self.kinds
+            .get(worker)
+            .copied()
+            .flatten()
+            .unwrap_or(WorkerKind::Other)
     }
 
     /// `worker` finished the task `id` at `now`.
     pub fn finished(&mut self, worker: usize, id: usize, now: f64) {
         self.lines.finished(worker, Some(id), now);
         // Expected ends changed: a dry worker may place waiting tasks again.
-        self.released_dry.fill(false);
+        self.completions += 1;
     }
 
     /// Takes every task held (at deinit; normally none).
@@ -370,41 +377,12 @@ mod tests {
     use super::*;
     use crate::dag::Method;
     use crate::dag::decide::{GraphModels, decide};
-
-    /// An independent task of codelet 1 that every worker can run.
-    struct Job(usize);
-
-    impl GraphTask for Job {
-        fn id(&self) -> usize {
-            self.0
-        }
-        fn codelet(&self) -> usize {
-            1
-        }
-        fn units(&self) -> f64 {
-            1.0
-        }
-        fn priority(&self) -> i32 {
-            0
-        }
-        fn implementation_on(&self, _worker: usize) -> Option<u32> {
-            Some(0)
-        }
-        fn transfer_to_node_s(&self, _node: usize) -> Option<f64> {
-            Some(0.0)
-        }
-        fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64> {
-            vec![0.0; nodes.len()]
-        }
-        fn input_on_node(&self, _node: usize) -> bool {
-            true
-        }
-    }
+    use crate::dag::testutil::Tile;
 
     /// Pops for `w` until it gets a task or none, placing every batch with
     /// `models`; returns the task's id.
     fn pop(
-        s: &mut GraphSched<Job>,
+        s: &mut GraphSched<Tile>,
         models: &mut GraphModels,
         sleepers: &Sleepers,
         w: usize,
@@ -418,10 +396,30 @@ mod tests {
                     let costs = models.costs(&batch, &facts);
                     back = Some(decide(Method::Heft, batch, facts, costs));
                 }
-                GraphStep::Task(t, _) => return Some(t.0),
+                GraphStep::Task(t, _) => return Some(t.id),
                 GraphStep::Empty(_) => return None,
             }
         }
+    }
+
+    /// A GPU (worker 0, whose model of codelet 1 is known) and two CPUs
+    /// (workers 1 and 2, untrained), with 30 independent jobs pushed.
+    fn gpu_known_two_cpus_thirty_jobs() -> (GraphSched<Tile>, GraphModels, Sleepers) {
+        let member = |id, kind| Member { id, kind, node: 0 };
+        let members = [
+            member(0, WorkerKind::Cuda),
+            member(1, WorkerKind::Cpu),
+            member(2, WorkerKind::Cpu),
+        ];
+        let sleepers = Sleepers::new(3, true);
+        let mut s = GraphSched::new(3);
+        s.add_workers(&members, &sleepers);
+        let mut models = GraphModels::default();
+        models.book.record_now(0, 1, 1.0, 0.01);
+        for i in 0..30 {
+            s.push(Tile::job(i), &sleepers);
+        }
+        (s, models, sleepers)
     }
 
     /// Independent tasks while the CPUs' first sample is out are not all
@@ -430,31 +428,7 @@ mod tests {
     /// over every worker once the CPUs' sample arrives.
     #[test]
     fn tasks_wait_for_a_kind_in_training_instead_of_piling_on_the_trained_one() {
-        let members = [
-            Member {
-                id: 0,
-                kind: WorkerKind::Cuda,
-                node: 0,
-            },
-            Member {
-                id: 1,
-                kind: WorkerKind::Cpu,
-                node: 0,
-            },
-            Member {
-                id: 2,
-                kind: WorkerKind::Cpu,
-                node: 0,
-            },
-        ];
-        let sleepers = Sleepers::new(3, true);
-        let mut s = GraphSched::new(3);
-        s.add_workers(&members, &sleepers);
-        let mut models = GraphModels::default();
-        models.book.record_now(0, 1, 1.0, 0.01);
-        for i in 0..30 {
-            s.push(Job(i), &sleepers);
-        }
+        let (mut s, mut models, sleepers) = gpu_known_two_cpus_thirty_jobs();
         // The GPU places the batch: one task trains the CPUs (on worker
         // 1), the GPU keeps work within one task's length, the rest wait.
         assert!(pop(&mut s, &mut models, &sleepers, 0).is_some());
@@ -492,31 +466,7 @@ mod tests {
     /// a completion lets it try again.
     #[test]
     fn a_dry_worker_releases_waiting_tasks_once_until_something_changes() {
-        let members = [
-            Member {
-                id: 0,
-                kind: WorkerKind::Cuda,
-                node: 0,
-            },
-            Member {
-                id: 1,
-                kind: WorkerKind::Cpu,
-                node: 0,
-            },
-            Member {
-                id: 2,
-                kind: WorkerKind::Cpu,
-                node: 0,
-            },
-        ];
-        let sleepers = Sleepers::new(3, true);
-        let mut s = GraphSched::new(3);
-        s.add_workers(&members, &sleepers);
-        let mut models = GraphModels::default();
-        models.book.record_now(0, 1, 1.0, 0.01);
-        for i in 0..30 {
-            s.push(Job(i), &sleepers);
-        }
+        let (mut s, mut models, sleepers) = gpu_known_two_cpus_thirty_jobs();
         assert!(pop(&mut s, &mut models, &sleepers, 0).is_some());
         assert!(pop(&mut s, &mut models, &sleepers, 1).is_some());
         let deferred = s.deferrals();

@@ -269,6 +269,51 @@ pub(crate) mod testutil {
         }
     }
 
+    /// A graph task that every worker can run, data already everywhere.
+    pub struct Tile {
+        pub id: usize,
+        pub codelet: usize,
+        pub priority: i32,
+    }
+
+    impl Tile {
+        /// Task `id` of codelet 1, priority 0 (independent tasks).
+        pub fn job(id: usize) -> Tile {
+            Tile {
+                id,
+                codelet: 1,
+                priority: 0,
+            }
+        }
+    }
+
+    impl super::decide::GraphTask for Tile {
+        fn id(&self) -> usize {
+            self.id
+        }
+        fn codelet(&self) -> usize {
+            self.codelet
+        }
+        fn units(&self) -> f64 {
+            1.0
+        }
+        fn priority(&self) -> i32 {
+            self.priority
+        }
+        fn implementation_on(&self, _worker: usize) -> Option<u32> {
+            Some(0)
+        }
+        fn transfer_to_node_s(&self, _node: usize) -> Option<f64> {
+            Some(0.0)
+        }
+        fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64> {
+            vec![0.0; nodes.len()]
+        }
+        fn input_on_node(&self, _node: usize) -> bool {
+            true
+        }
+    }
+
     /// Predicted makespan of an assignment (loads plus costs; transfers
     /// overlap with the backlog as in HEFT's finish time).
     pub fn makespan(tasks: &[DagTask], workers: &[DagWorker], at: &[usize]) -> f64 {
