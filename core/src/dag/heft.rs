@@ -2,17 +2,18 @@
 //! ready tasks are sorted by decreasing accelerator speedup (the paper's
 //! rule: it favours the sum of execution times; the graph's upward ranks
 //! are unknown to a StarPU policy, which only sees ready tasks), and each
-//! goes to the worker with the earliest predicted finish. A task's start
-//! on a worker is the later of the worker's load time-stamp and the
-//! arrival of its data (transfers overlap with the backlog, as in StarPU's
-//! `dmda`). The load counted is the worker's whole backlog, the running
-//! work and every queued task whatever its priority (`dmda`'s expected
-//! end), although the queue itself is priority-ordered. Counting only the
+//! goes to the worker with the earliest predicted finish: the worker's
+//! backlog, plus the predicted transfer of its data to the worker's node
+//! (added, not overlapped with the backlog), plus its predicted time there.
+//! The backlog counted is the whole of it, the running work and every
+//! queued task whatever its priority (`dmda`'s expected end), although the
+//! queue itself is priority-ordered. Counting only the
 //! tasks of equal or higher priority sent every urgent task with little
 //! acceleration (Cholesky's POTRF) to a GPU whose running task was short;
 //! with 1 or 2 GPUs, the bottleneck, that made Cholesky 1.1–1.3x slower
 //! than StarPU's best (SIMULATED, docs/results.md). Cost: O(n log n + n·w·p)
-//! for n tasks, w workers and p distinct priorities queued.
+//! for n tasks, w workers and p distinct priorities queued (the backlogs
+//! are kept per priority for DADA).
 
 use super::{Backlog, DagTask, DagWorker, by_speedup};
 
