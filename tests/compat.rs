@@ -1095,6 +1095,8 @@ fn main() -> ExitCode {
 
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<(Config, Vec<Verdict>)>> = Mutex::new(Vec::new());
+    // Failing jobs' reports, printed again at the end: CI keeps only a log's tail.
+    let failures: Mutex<Vec<String>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..THREADS {
             scope.spawn(|| {
@@ -1104,6 +1106,12 @@ fn main() -> ExitCode {
                     let _ = stdout.write_all(text.as_bytes());
                     let _ = stdout.flush();
                     drop(stdout);
+                    if verdicts.contains(&Verdict::Fail) {
+                        failures
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(text);
+                    }
                     results
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -1118,6 +1126,11 @@ fn main() -> ExitCode {
     }
 
     drop(root);
+    let failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
+    if !failures.is_empty() {
+        println!("compat: the failing cases again (all their lines):");
+        failures.iter().for_each(|text| print!("{text}"));
+    }
     let mut total = Counts {
         failed: unlisted,
         ..Counts::default()

@@ -237,6 +237,55 @@ pub fn round_to_units(
     Ok(out)
 }
 
+/// Splits `total` whole units among PUs that run `rates[p]` units per
+/// second (any common scale), minimising the largest `units_p / rates_p`
+/// (the step's finish time when each PU's time is linear in its units):
+/// every PU first gets the floor of its proportional share, then the units
+/// left go one by one to the PU that would finish its next unit first
+/// (ties to the lower index). A PU of rate 0 gets nothing. Largest
+/// remainder ([`round_to_units`]) can instead give a slow PU one more unit
+/// that it takes much longer to run than a fast one would.
+pub fn round_by_rates(rates: &[f64], total: u64) -> Result<Vec<u64>, RoundingError> {
+    if let Some((pu, &value)) = rates
+        .iter()
+        .enumerate()
+        .find(|(_, w)| !w.is_finite() || **w < 0.0)
+    {
+        return Err(RoundingError::InvalidWeight { pu, value });
+    }
+    if total == 0 {
+        return Ok(vec![0; rates.len()]);
+    }
+    if rates.is_empty() {
+        return Err(RoundingError::NoPus);
+    }
+    let sum: f64 = rates.iter().sum();
+    if sum <= 0.0 {
+        return Err(RoundingError::AllZero);
+    }
+    let mut units: Vec<u64> = rates
+        .iter()
+        .map(|&r| (total as f64 * r / sum).floor() as u64)
+        .collect();
+    let mut given: u64 = units.iter().sum();
+    // Float floors can overshoot by a unit at most in pathological scales.
+    while given > total {
+        let p = (0..units.len()).max_by_key(|&p| units[p]).unwrap_or(0);
+        units[p] -= 1;
+        given -= 1;
+    }
+    while given < total {
+        let next = |p: usize| (units[p] + 1) as f64 / rates[p];
+        let p = (0..rates.len())
+            .filter(|&p| rates[p] > 0.0)
+            .min_by(|&a, &b| next(a).total_cmp(&next(b)))
+            .unwrap_or(0);
+        units[p] += 1;
+        given += 1;
+    }
+    Ok(units)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,5 +432,54 @@ mod tests {
         let out = check(&[1.0, 2.0, 3.0], u64::MAX, &[0, 0, 0]);
         assert!(out[2] > out[1] && out[1] > out[0]);
         check(&[1e-300, 1e300], 1 << 60, &[7, 0]);
+    }
+
+    #[test]
+    fn rates_rounding_minimises_the_finish_time() {
+        // 3 units/s on three fast PUs, 1 on nine slow ones (mirage's 3 GPUs
+        // and 9 CPUs, tasks 1 ms and 10 ms): 64 units.
+        let mut rates = vec![1000.0; 3];
+        rates.extend([100.0; 9]);
+        let units = round_by_rates(&rates, 64).unwrap();
+        assert_eq!(units.iter().sum::<u64>(), 64);
+        let finish = |u: &[u64]| {
+            u.iter()
+                .zip(&rates)
+                .map(|(&u, &r)| u as f64 / r)
+                .fold(0.0, f64::max)
+        };
+        // Largest remainder gives seven slow PUs a second unit (20 ms).
+        let hamilton = round_to_units(&rates, 64, &[0; 12]).unwrap();
+        assert!((finish(&hamilton) - 0.020).abs() < 1e-12, "{hamilton:?}");
+        assert!(finish(&units) <= 0.019 + 1e-12, "{units:?}");
+        // No other split does better: moving any one unit from the PU that
+        // finishes last to any other PU ends no earlier.
+        let last = (0..12)
+            .max_by(|&a, &b| (units[a] as f64 / rates[a]).total_cmp(&(units[b] as f64 / rates[b])))
+            .unwrap();
+        for q in (0..12).filter(|&q| q != last) {
+            let mut moved = units.clone();
+            moved[last] -= 1;
+            moved[q] += 1;
+            assert!(finish(&moved) >= finish(&units) - 1e-12, "{moved:?}");
+        }
+    }
+
+    #[test]
+    fn rates_rounding_edge_cases() {
+        assert_eq!(round_by_rates(&[1.0, 0.0, 3.0], 8).unwrap(), vec![2, 0, 6]);
+        assert_eq!(round_by_rates(&[1.0, 1.0], 0).unwrap(), vec![0, 0]);
+        assert_eq!(round_by_rates(&[], 3), Err(RoundingError::NoPus));
+        assert_eq!(round_by_rates(&[0.0, 0.0], 3), Err(RoundingError::AllZero));
+        assert!(matches!(
+            round_by_rates(&[1.0, f64::NAN], 3),
+            Err(RoundingError::InvalidWeight { pu: 1, .. })
+        ));
+        // Exact total for every size, and never more than one unit away
+        // from the proportional share's floor + the rest.
+        for total in 0..200 {
+            let u = round_by_rates(&[0.3, 7.0, 2.5], total).unwrap();
+            assert_eq!(u.iter().sum::<u64>(), total);
+        }
     }
 }

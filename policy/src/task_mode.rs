@@ -79,9 +79,9 @@ impl SchedTask for Task {
 
 /// Process-wide task-mode counters (atomics: updated from the pop path
 /// without another lock).
-static COUNTERS: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
+static COUNTERS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 
-fn counters_array(c: &TaskModeCounters) -> [u64; 6] {
+fn counters_array(c: &TaskModeCounters) -> [u64; 7] {
     [
         c.epochs,
         c.epoch_tasks,
@@ -89,6 +89,7 @@ fn counters_array(c: &TaskModeCounters) -> [u64; 6] {
         c.dissolved_tasks,
         c.forced_completions,
         c.tail_steals,
+        c.carried_epochs,
     ]
 }
 
@@ -103,6 +104,7 @@ pub fn task_mode_counters() -> TaskModeCounters {
         dissolved_tasks: v[3],
         forced_completions: v[4],
         tail_steals: v[5],
+        carried_epochs: v[6],
     }
 }
 

@@ -139,6 +139,7 @@ fn delta(a: TaskModeCounters, b: TaskModeCounters) -> TaskModeCounters {
         dissolved_tasks: b.dissolved_tasks - a.dissolved_tasks,
         forced_completions: b.forced_completions - a.forced_completions,
         tail_steals: b.tail_steals - a.tail_steals,
+        carried_epochs: b.carried_epochs - a.carried_epochs,
     }
 }
 

@@ -12,7 +12,7 @@ use super::plb_hec::default_initial_block;
 use super::registry::{Args, BuildContext, Entry};
 use super::{Balancer, BalancerStats, Completion, ConfigError, Decision, PuId, WorkPool};
 use crate::baselines::acosta_step;
-use crate::rounding::round_to_units;
+use crate::rounding::{round_by_rates, round_to_units};
 
 /// Parameters of [`Acosta`]. Validated by [`Acosta::new`].
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +79,10 @@ pub struct Acosta {
     taken: Vec<u64>,
     /// Iterations after the probe completed.
     done_iterations: u32,
+    /// Relative power `L_p / T_p` of each PU in the last completed
+    /// iteration (0: not measured), for [`Acosta::resume`].
+    powers: Vec<f64>,
+    cfg: AcostaConfig,
     stats: AcostaStats,
 }
 
@@ -120,11 +124,32 @@ impl Acosta {
             times: vec![0.0; n_pus],
             taken: vec![0; n_pus],
             done_iterations: 0,
+            powers: vec![0.0; n_pus],
+            cfg,
             stats: AcostaStats {
                 iterations: 1,
                 ..AcostaStats::default()
             },
         })
+    }
+
+    /// Acosta over `total` more units that starts from what `previous`
+    /// measured (same PUs, e.g. the next batch of an iterative
+    /// application): when its last completed iteration gave every PU a
+    /// relative power `RP_p = L_p / T_p`, the probe is skipped and the
+    /// first iteration's slice is split by those powers. Otherwise this is
+    /// [`Acosta::new`].
+    pub fn resume(previous: &Acosta, total: u64, cfg: AcostaConfig) -> Result<Acosta, ConfigError> {
+        let mut b = Acosta::new(previous.n(), total, cfg)?;
+        let powers = &previous.powers;
+        if powers.len() == b.n() && powers.iter().any(|&p| p > 0.0) {
+            let slice = total.div_ceil(b.iterations as u64 + 1);
+            if let Ok(loads) = round_by_rates(powers, slice) {
+                b.loads = loads;
+            }
+        }
+        b.powers = powers.clone();
+        Ok(b)
     }
 
     /// The counters so far.
@@ -156,7 +181,13 @@ impl Acosta {
         let left = (self.iterations.saturating_sub(self.done_iterations)).max(1) as u64;
         let slice = remaining.div_ceil(left);
         let loads: Vec<f64> = self.taken.iter().map(|&l| l as f64).collect();
+        for (p, (&l, &t)) in loads.iter().zip(&self.times).enumerate() {
+            if l > 0.0 && t > 0.0 && t.is_finite() {
+                self.powers[p] = l / t;
+            }
+        }
         let tmax = self.times.iter().copied().fold(0.0, f64::max);
+        let rebalances_before = self.stats.rebalances;
         let weights = match acosta_step(&loads, &self.times, slice as f64, self.threshold * tmax) {
             Ok(step) => {
                 if step.rebalance {
@@ -172,7 +203,15 @@ impl Acosta {
                 vec![1.0; n]
             }
         };
-        self.loads = round_to_units(&weights, slice, &vec![0; n])
+        // Loads proportional to the relative powers, rounded to whole units
+        // for the earliest end of the iteration (see `round_by_rates`).
+        let by_power = round_by_rates(&self.powers, slice)
+            .ok()
+            .filter(|_| self.powers.iter().all(|&p| p > 0.0));
+        let rebalanced = self.stats.rebalances > rebalances_before;
+        self.loads = by_power
+            .filter(|_| rebalanced)
+            .map_or_else(|| round_to_units(&weights, slice, &vec![0; n]), Ok)
             .or_else(|_| round_to_units(&vec![1.0; n], slice, &vec![0; n]))
             .unwrap_or_else(|_| vec![slice.div_ceil(n as u64); n]);
         self.done_iterations += 1;
@@ -230,6 +269,14 @@ impl Balancer for Acosta {
 
     fn remaining(&self) -> u64 {
         self.pool.remaining()
+    }
+
+    fn continue_with(&self, total: u64) -> Option<Result<Box<dyn Balancer + Send>, String>> {
+        Some(
+            Acosta::resume(self, total, self.cfg.clone())
+                .map(|b| Box::new(b) as Box<dyn Balancer + Send>)
+                .map_err(|e| e.to_string()),
+        )
     }
 
     fn stats(&self) -> BalancerStats {
@@ -324,5 +371,29 @@ mod tests {
         assert_eq!((s.iterations, s.rebalances, s.kept), (6, 1, 4));
         // Only the probe is unbalanced: 0.1 s vs 0.033 s.
         assert!(r.makespan < optimum(&pus, 10_020) + 0.1 + 1e-9);
+    }
+
+    /// Simulated: a second pass resumed from the first skips the probe; its
+    /// first iteration is already split 1:3 by the powers measured.
+    #[test]
+    fn a_resumed_pass_starts_from_the_measured_powers() {
+        let pus = [pu(0.0, 100.0), pu(0.0, 300.0)];
+        let cfg = AcostaConfig {
+            initial_block: 10,
+            iterations: 5,
+            ..Default::default()
+        };
+        let mut first = Acosta::new(2, 10_020, cfg.clone()).unwrap();
+        simulate(&mut first, &pus, 10_020, SimOptions::default()).unwrap();
+        let mut next = Acosta::resume(&first, 6_000, cfg.clone()).unwrap();
+        assert_eq!(next.loads(), &[250, 750]);
+        let r = simulate(&mut next, &pus, 6_000, SimOptions::default()).unwrap();
+        let lens: Vec<u64> = r.runs.iter().map(|x| x.block.len).collect();
+        assert_eq!(&lens[..2], &[250, 750]);
+        assert!(r.makespan < optimum(&pus, 6_000) + 1e-6, "{}", r.makespan);
+        // A pass that never completed an iteration has no power to pass on.
+        let fresh = Acosta::new(2, 100, cfg.clone()).unwrap();
+        let probe = Acosta::resume(&fresh, 100, cfg).unwrap();
+        assert_eq!(probe.loads(), &[10, 10]);
     }
 }

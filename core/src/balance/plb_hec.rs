@@ -236,6 +236,26 @@ impl PlbHec {
         })
     }
 
+    /// PLB-HeC over `total` more units that starts from what `previous`
+    /// learned (same PUs, e.g. the next batch of an iterative
+    /// application): its sample stores are kept and, when `previous` had
+    /// finished training and every store yields a fitted curve, the
+    /// training is skipped and the first request gets an execution block
+    /// of the solve over those curves. Otherwise this is [`PlbHec::new`]
+    /// with the stores kept.
+    pub fn resume(previous: &PlbHec, total: u64, cfg: PlbHecConfig) -> Result<PlbHec, ConfigError> {
+        let mut b = PlbHec::new(previous.n(), total, cfg)?;
+        b.stores = previous.stores.clone();
+        b.last_thr = previous.last_thr.clone();
+        if previous.trained() {
+            let (models, _) = b.fit_all();
+            if b.r2.iter().all(Option::is_some) {
+                b.start_execution(&models);
+            }
+        }
+        Ok(b)
+    }
+
     /// The counters so far.
     pub fn stats(&self) -> PlbHecStats {
         self.stats
@@ -532,6 +552,14 @@ impl Balancer for PlbHec {
         self.pool.remaining()
     }
 
+    fn continue_with(&self, total: u64) -> Option<Result<Box<dyn Balancer + Send>, String>> {
+        Some(
+            PlbHec::resume(self, total, self.cfg.clone())
+                .map(|b| Box::new(b) as Box<dyn Balancer + Send>)
+                .map_err(|e| e.to_string()),
+        )
+    }
+
     fn stats(&self) -> BalancerStats {
         let s = &self.stats;
         BalancerStats {
@@ -702,5 +730,32 @@ mod tests {
         // Measured 63.3 s vs 64.8 s: the refit adapts slowly because the
         // store still holds the pre-change samples (recency-weighted).
         assert!(with < without, "{with} vs {without}");
+    }
+
+    /// Simulated: a second pass resumed from a trained one skips the
+    /// training rounds: its first blocks are execution blocks split 1:4.
+    #[test]
+    fn a_resumed_pass_skips_the_training() {
+        let pus = [pu(0.0, 100.0), pu(0.0, 400.0)];
+        let cfg = PlbHecConfig {
+            initial_block: 10,
+            primary: Primary::Fast,
+            ..Default::default()
+        };
+        let mut first = PlbHec::new(2, 20_000, cfg.clone()).unwrap();
+        simulate(&mut first, &pus, 20_000, SimOptions::default()).unwrap();
+        let mut next = PlbHec::resume(&first, 10_000, cfg.clone()).unwrap();
+        assert!(next.trained());
+        let r = simulate(&mut next, &pus, 10_000, SimOptions::default()).unwrap();
+        assert_eq!(next.stats().training_rounds, 0);
+        let lens: Vec<u64> = r.runs.iter().take(2).map(|x| x.block.len).collect();
+        assert!(
+            (lens[1] as f64 / lens[0] as f64 - 4.0).abs() < 0.05,
+            "{lens:?}"
+        );
+        assert!(r.makespan < 1.02 * optimum(&pus, 10_000), "{}", r.makespan);
+        // An untrained balancer passes its samples on but trains again.
+        let untrained = PlbHec::new(2, 20_000, cfg.clone()).unwrap();
+        assert!(!PlbHec::resume(&untrained, 100, cfg).unwrap().trained());
     }
 }

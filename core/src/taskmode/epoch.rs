@@ -305,6 +305,20 @@ impl<T> Epoch<T> {
         self.pu_of(worker).is_some()
     }
 
+    /// A balancer for `total` more units that starts from what this
+    /// epoch's balancer learned ([`Balancer::continue_with`]); `None` when
+    /// the balancer defines no carry-over, fails to build one, or is out
+    /// with a consult.
+    pub fn continue_with(&self, total: u64) -> Option<Box<dyn Balancer + Send>> {
+        match self.driver.balancer()?.continue_with(total)? {
+            Ok(b) => Some(b),
+            Err(e) => {
+                log::debug!("epoch {} ({}): no carry-over: {e}", self.id, self.name);
+                None
+            }
+        }
+    }
+
     /// The PUs' workers.
     pub fn workers(&self) -> impl Iterator<Item = usize> + '_ {
         self.pus.iter().map(|p| p.worker)
@@ -422,7 +436,8 @@ impl<T> Epoch<T> {
     /// group when, at the mean times measured in this epoch, it would
     /// finish it before that worker even reaches it (the group's length
     /// times the owner's mean). Each owner keeps at least one task of its
-    /// block, so its block still completes, reported at the rate of the
+    /// block (queued, or handed to it and not yet reported: the one it
+    /// runs), so its block still completes, reported at the rate of the
     /// tasks it ran; the stolen task's report only counts toward the
     /// thief's mean. Without it, fast workers idle while slow ones finish
     /// their blocks: at each of PLB-HeC's synchronous rebalancing points,
@@ -441,7 +456,8 @@ impl<T> Epoch<T> {
             .pus
             .iter()
             .enumerate()
-            .filter(|(v, pu)| *v != t && pu.group.len() >= 2 && pu.ran > 0)
+            .filter(|(v, pu)| *v != t && pu.group.len() + pu.outstanding >= 2 && pu.ran > 0)
+            .filter(|(_, pu)| !pu.group.is_empty())
             .map(|(v, pu)| (v, pu.group.len() as f64 * pu.ran_s / pu.ran as f64))
             .filter(|&(_, reach_s)| thief_s < reach_s)
             .max_by(|a, b| a.1.total_cmp(&b.1))?;
@@ -771,6 +787,22 @@ mod tests {
         assert!(ran[1].len() >= 5, "{ran:?}");
         assert!(ran[1].iter().all(|&t| (20..40).contains(&t)), "{ran:?}");
         assert_eq!(ep.stats().stolen as usize, ran[0].len() - 20);
+    }
+
+    /// The owner keeps the task it runs: its one queued task is taken by
+    /// a faster idle worker (a CPU runs one task at a time, so a block of
+    /// two has one running and one queued).
+    #[test]
+    fn a_queued_task_behind_a_running_one_can_be_taken() {
+        // Blocks of 3 each; worker 0 takes 4 s per task. At 4 s it starts
+        // its second task with its third queued: worker 1 (1 s per task,
+        // idle since 3 s) takes it and the epoch ends at 8 s, not 12 s.
+        let mut ep = epoch("static:speeds=1/1", 2, 6);
+        let (ran, left, end) = run_with(&mut ep, &[4.0, 1.0], true);
+        assert_exactly_once(&ran, &left, 6);
+        assert_eq!(end, 8.0, "{ran:?}");
+        assert_eq!(ran[0], vec![0, 1]);
+        assert_eq!(ran[1], vec![3, 4, 5, 2]);
     }
 
     #[test]

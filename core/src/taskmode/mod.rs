@@ -85,6 +85,10 @@ pub const MAX_EPOCHS: usize = 4;
 /// long (seconds) is placed by the fallback rule at the next pop.
 pub const STAGING_QUIET_S: f64 = 1e-3;
 
+/// Finished epochs kept for a later batch to continue from (one per
+/// codelet and task size, the oldest forgotten first).
+pub const CARRIED_EPOCHS: usize = 8;
+
 /// Task-mode counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TaskModeCounters {
@@ -102,6 +106,9 @@ pub struct TaskModeCounters {
     /// Epoch tasks taken from another worker's group at an epoch's end
     /// (`Epoch::steal_tail`; counted in `epoch_tasks` too).
     pub tail_steals: u64,
+    /// Epochs whose balancer continued from an earlier epoch's of the
+    /// same codelet, task size and workers (no second training).
+    pub carried_epochs: u64,
 }
 
 impl TaskModeCounters {
@@ -113,6 +120,7 @@ impl TaskModeCounters {
         self.dissolved_tasks += other.dissolved_tasks;
         self.forced_completions += other.forced_completions;
         self.tail_steals += other.tail_steals;
+        self.carried_epochs += other.carried_epochs;
     }
 }
 
@@ -260,6 +268,9 @@ pub struct Scheduler<T> {
     staging: Option<Staging<T>>,
     /// Alive epochs, oldest first.
     epochs: Vec<Running<T>>,
+    /// Finished epochs whose balancers a later epoch of the same batch
+    /// shape can continue from, newest last (at most [`CARRIED_EPOCHS`]).
+    carried: VecDeque<Running<T>>,
     next_epoch: u64,
     /// Longest task measured (seconds), a floor for the epochs' grace
     /// before lost reports.
@@ -296,6 +307,7 @@ impl<T: SchedTask> Scheduler<T> {
             unplaced: VecDeque::new(),
             staging: None,
             epochs: Vec::new(),
+            carried: VecDeque::new(),
             next_epoch: 0,
             longest_task_s: 0.0,
             total: 0,
@@ -579,7 +591,30 @@ impl<T: SchedTask> Scheduler<T> {
             .collect();
         let id = self.next_epoch;
         self.next_epoch += 1;
-        match Epoch::new(id, &self.spec, &self.tuning, &pus, s.items, now) {
+        // The next batch of the same codelet, size and workers continues
+        // from what the last such epoch's balancer learned (no second
+        // training), when its balancer defines a carry-over.
+        let total = s.items.len() as u64;
+        let same = |r: &Running<T>| {
+            r.codelet == s.codelet
+                && same_size(r.units, s.units)
+                && r.epoch.workers().eq(workers.iter().copied())
+        };
+        let carried = self
+            .epochs
+            .iter()
+            .rev()
+            .chain(self.carried.iter().rev())
+            .filter(|r| same(r))
+            .find_map(|r| r.epoch.continue_with(total));
+        let built = match carried {
+            Some(b) => {
+                self.counters.carried_epochs += 1;
+                Epoch::with_balancer(id, b, &pus, s.items, now)
+            }
+            None => Epoch::new(id, &self.spec, &self.tuning, &pus, s.items, now),
+        };
+        match built {
             Ok(mut epoch) => {
                 epoch.note_task_seconds(self.longest_task_s);
                 log::debug!(
@@ -634,6 +669,14 @@ impl<T: SchedTask> Scheduler<T> {
                 );
                 self.counters.forced_completions += stats.forced;
                 self.counters.tail_steals += stats.stolen;
+                if stats.dissolved == 0 {
+                    self.carried
+                        .retain(|r| r.codelet != gone.codelet || !same_size(r.units, gone.units));
+                    if self.carried.len() >= CARRIED_EPOCHS {
+                        self.carried.pop_front();
+                    }
+                    self.carried.push_back(gone);
+                }
             } else {
                 i += 1;
             }

@@ -58,10 +58,20 @@ fn never_idle() -> Sleepers {
 /// task, one at a time; an idle worker asks at every event. Returns the
 /// task ids each worker ran, in order.
 fn run(s: &mut Scheduler<Fake>, book: &mut ModelBook, secs: &[f64]) -> Vec<Vec<usize>> {
+    run_from(s, book, secs, 0.0).0
+}
+
+/// [`run`] from virtual time `start`; also returns when the last task ended.
+fn run_from(
+    s: &mut Scheduler<Fake>,
+    book: &mut ModelBook,
+    secs: &[f64],
+    start: f64,
+) -> (Vec<Vec<usize>>, f64) {
     let n = secs.len();
     let mut ran = vec![Vec::new(); n];
     let mut running: Vec<Option<(f64, Taken<Fake>)>> = (0..n).map(|_| None).collect();
-    let mut now = 0.0;
+    let mut now = start;
     for _ in 0..1_000_000 {
         for w in 0..n {
             if running[w].is_none()
@@ -75,7 +85,7 @@ fn run(s: &mut Scheduler<Fake>, book: &mut ModelBook, secs: &[f64]) -> Vec<Vec<u
             .min_by(|a, b| a.0.total_cmp(&b.0));
         let Some((end, w)) = next else {
             if s.held() == 0 {
-                return ran;
+                return (ran, now);
             }
             // Staged tasks flush after a quiet time.
             now += 2.0 * STAGING_QUIET_S;
@@ -448,5 +458,48 @@ fn no_epoch_smaller_than_the_balancers_training() {
         let ran = run(&mut s, &mut book, &[1.0, 4.0]);
         assert_exactly_once(&ran, n);
         assert_eq!(s.counters().epochs, epochs, "{n} tasks");
+    }
+}
+
+/// The next batch of the same codelet on the same workers continues from
+/// the last epoch's balancer: no second training, so it ends sooner than
+/// the first batch of the same size did.
+#[test]
+fn a_second_batch_continues_from_the_first_epochs_balancer() {
+    for name in ["plb-hec", "acosta", "plb-hac"] {
+        let mut s = sched(name, 2);
+        let mut book = ModelBook::default();
+        let secs = [0.001, 0.004];
+        let batch = |s: &mut Scheduler<Fake>, book: &ModelBook, from: usize, now: f64| {
+            for i in from..from + 600 {
+                s.push(task(i, 5), now, book, &never_idle());
+            }
+        };
+        batch(&mut s, &book, 0, 0.0);
+        let (ran1, end1) = run_from(&mut s, &mut book, &secs, 0.0);
+        assert_eq!(s.counters().carried_epochs, 0, "{name}");
+        batch(&mut s, &book, 600, end1);
+        let (ran2, end2) = run_from(&mut s, &mut book, &secs, end1);
+        let c = s.counters();
+        assert_eq!((c.epochs, c.carried_epochs), (2, 1), "{name}: {c:?}");
+        let ran: Vec<Vec<usize>> = (0..2)
+            .map(|w| ran1[w].iter().chain(&ran2[w]).copied().collect())
+            .collect();
+        assert_exactly_once(&ran, 1200);
+        // The first batch pays the training (PLB-HeC) or the probe
+        // (Acosta); the second is balanced from its first block: it ends
+        // at the optimum, 600 tasks at 1000 + 250 tasks/s.
+        let second = end2 - end1;
+        let optimum = 600.0 / 1250.0;
+        assert!(
+            second <= end1 + 1e-9 && second <= optimum + 0.004 + 1e-9,
+            "{name}: second batch {second:.4} s, first {end1:.4} s"
+        );
+        // Another codelet trains afresh.
+        for i in 1200..1800 {
+            s.push(task(i, 6), end2, &book, &never_idle());
+        }
+        run_from(&mut s, &mut book, &secs, end2);
+        assert_eq!(s.counters().carried_epochs, 1, "{name}");
     }
 }
