@@ -20,7 +20,11 @@
 //! A case passes under one of our policies when its exit status equals
 //! eager's (which must be 0: a case failing under eager belongs in the data
 //! file as "skip") and its stderr holds a summary line of that policy whose
-//! counts are consistent (see [`check_ours`]).
+//! counts are consistent (see [`check_ours`]). A case that fails is run
+//! twice more under the same policy: passing both makes it FLAKY (counted
+//! apart, the suite still passes), failing either keeps it a FAIL. Every
+//! FAIL and FLAKY case's lines (with the first failed run's reason, stderr
+//! tail and a command reproducing it) are printed again at the end.
 //!
 //! The test needs the release library: run
 //! `cargo build --release && cargo test --release --test compat`.
@@ -67,6 +71,10 @@ fn series_index() -> usize {
 }
 /// Every run is killed after this long.
 const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs of a failed (program, policy) pair: passing all of them makes it
+/// FLAKY instead of FAIL.
+const RERUNS: usize = 2;
 /// Cases run concurrently (the reference machine has 2 cores).
 const THREADS: usize = 2;
 /// Lines of a failing run's stderr that are printed.
@@ -698,6 +706,8 @@ impl Drop for TempRoot {
 enum Verdict {
     Pass,
     Fail,
+    /// Failed, then passed every rerun.
+    Flaky,
     Skip,
 }
 
@@ -705,6 +715,7 @@ enum Verdict {
 struct Counts {
     passed: usize,
     failed: usize,
+    flaky: usize,
     skipped: usize,
 }
 
@@ -713,6 +724,7 @@ impl Counts {
         match v {
             Verdict::Pass => self.passed += n,
             Verdict::Fail => self.failed += n,
+            Verdict::Flaky => self.flaky += n,
             Verdict::Skip => self.skipped += n,
         }
     }
@@ -722,8 +734,8 @@ impl fmt::Display for Counts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} passed, {} failed, {} skipped",
-            self.passed, self.failed, self.skipped
+            "{} passed, {} failed, {} flaky, {} skipped",
+            self.passed, self.failed, self.flaky, self.skipped
         )
     }
 }
@@ -747,6 +759,7 @@ fn line(
     let verdict = match verdict {
         Verdict::Pass => "PASS",
         Verdict::Fail => "FAIL",
+        Verdict::Flaky => "FLAKY",
         Verdict::Skip => "SKIP",
     };
     let why = if why.is_empty() {
@@ -835,7 +848,16 @@ fn run_job(job: &Job<'_>, lib: &Path) -> (String, Vec<Verdict>) {
         ]);
         let ours = run(&job.program, &job.case.args, &env, &job.dir, policy);
         let rc = (eager.outcome.to_string(), ours.outcome.to_string());
-        match check_ours(job.case, policy, &eager.outcome, &ours) {
+        let checked = check_ours(job.case, policy, &eager.outcome, &ours);
+        // A failure is run again (RERUNS times): passing every rerun makes
+        // it FLAKY, reported with the failed run's details and counted
+        // apart; failing any rerun keeps it a FAIL.
+        let flaky = checked.is_err()
+            && (0..RERUNS).all(|_| {
+                let again = run(&job.program, &job.case.args, &env, &job.dir, policy);
+                check_ours(job.case, policy, &eager.outcome, &again).is_ok()
+            });
+        match checked {
             Ok(tasks) => {
                 line(
                     &mut out,
@@ -852,6 +874,14 @@ fn run_job(job: &Job<'_>, lib: &Path) -> (String, Vec<Verdict>) {
                 verdicts.push(Verdict::Pass);
             }
             Err(why) => {
+                let (verdict, why) = if flaky {
+                    (
+                        Verdict::Flaky,
+                        format!("{why} (then passed {RERUNS} reruns)"),
+                    )
+                } else {
+                    (Verdict::Fail, why)
+                };
                 let tasks: u64 = summaries(&ours.stderr)
                     .unwrap_or_default()
                     .iter()
@@ -867,7 +897,7 @@ fn run_job(job: &Job<'_>, lib: &Path) -> (String, Vec<Verdict>) {
                     &rc.1,
                     &tasks.to_string(),
                     Some(ours.secs),
-                    Verdict::Fail,
+                    verdict,
                     &why,
                 );
                 let env: Vec<String> = job
@@ -886,7 +916,7 @@ fn run_job(job: &Job<'_>, lib: &Path) -> (String, Vec<Verdict>) {
                 ));
                 out.push_str(&format!("    stderr tail ({policy}):\n"));
                 out.push_str(&tail(&ours.stderr));
-                verdicts.push(Verdict::Fail);
+                verdicts.push(verdict);
             }
         }
     }
@@ -909,7 +939,7 @@ fn main() -> ExitCode {
         Ok(cases) => cases,
         Err(e) => {
             println!("compat: error: {e}");
-            println!("compat: 0 passed, 1 failed, 0 skipped");
+            println!("compat: 0 passed, 1 failed, 0 flaky, 0 skipped");
             return ExitCode::FAILURE;
         }
     };
@@ -923,7 +953,7 @@ fn main() -> ExitCode {
             examples.display()
         );
         println!(
-            "compat: 0 passed, 0 failed, {} skipped",
+            "compat: 0 passed, 0 failed, 0 flaky, {} skipped",
             cases.len() * Config::ALL.len() * policies().len()
         );
         return ExitCode::SUCCESS;
@@ -932,7 +962,7 @@ fn main() -> ExitCode {
         Ok(lib) => lib,
         Err(e) => {
             println!("compat: error: {e}");
-            println!("compat: 0 passed, 1 failed, 0 skipped");
+            println!("compat: 0 passed, 1 failed, 0 flaky, 0 skipped");
             return ExitCode::FAILURE;
         }
     };
@@ -941,7 +971,7 @@ fn main() -> ExitCode {
         Ok(root) => root,
         Err(e) => {
             println!("compat: error: {e}");
-            println!("compat: 0 passed, 1 failed, 0 skipped");
+            println!("compat: 0 passed, 1 failed, 0 flaky, 0 skipped");
             return ExitCode::FAILURE;
         }
     };
@@ -1106,7 +1136,10 @@ fn main() -> ExitCode {
                     let _ = stdout.write_all(text.as_bytes());
                     let _ = stdout.flush();
                     drop(stdout);
-                    if verdicts.contains(&Verdict::Fail) {
+                    if verdicts
+                        .iter()
+                        .any(|v| matches!(v, Verdict::Fail | Verdict::Flaky))
+                    {
                         failures
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
@@ -1128,7 +1161,7 @@ fn main() -> ExitCode {
     drop(root);
     let failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
     if !failures.is_empty() {
-        println!("compat: the failing cases again (all their lines):");
+        println!("compat: the failing and flaky cases again (all their lines):");
         failures.iter().for_each(|text| print!("{text}"));
     }
     let mut total = Counts {
@@ -1142,6 +1175,7 @@ fn main() -> ExitCode {
         println!("compat: config {config}: {c}");
         total.passed += c.passed;
         total.failed += c.failed;
+        total.flaky += c.flaky;
         total.skipped += c.skipped;
     }
     println!(
