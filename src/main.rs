@@ -5,6 +5,7 @@
 
 mod apps;
 mod cli;
+mod compare;
 mod experiment;
 mod launch;
 mod simgrid;
@@ -37,6 +38,9 @@ enum Commands {
     Policies,
     /// Run a StarPU program under a policy (ours, or any of StarPU's own)
     Run(RunArgs),
+    /// Which policy for my program? Runs it under ours and StarPU's
+    /// (calibrated, interleaved repetitions) and recommends one
+    Compare(compare::Command),
     /// The main job: every policy on one application with EMULATED
     /// heterogeneity, and the balancers on five SIMULATED machines
     Experiment(experiment::Command),
@@ -106,6 +110,7 @@ fn dispatch(command: Commands) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
         Commands::Run(args) => run(args),
+        Commands::Compare(cmd) => cmd.run(),
         Commands::Experiment(cmd) => cmd.run(),
         Commands::App(cmd) => cmd.run(),
         Commands::BenchSolver(args) => {

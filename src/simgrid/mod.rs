@@ -19,7 +19,7 @@
 //! progress to stderr, CSV, Markdown and PNG plots to `--out`. Every number
 //! is labelled SIMULATED (StarPU-SimGrid, machine X).
 
-mod report;
+pub(crate) mod report;
 pub mod run;
 mod xcheck;
 
@@ -635,7 +635,7 @@ fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    | {l}\n")).collect()
 }
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+pub(crate) fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;

@@ -30,7 +30,7 @@ pub fn sampled_machines(samples: &Path) -> Vec<String> {
 type Bar = (f64, f64);
 
 /// Median, minimum and maximum of `values` (not empty).
-fn spread(values: &[f64]) -> (f64, f64, f64) {
+pub(crate) fn spread(values: &[f64]) -> (f64, f64, f64) {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();

@@ -328,7 +328,10 @@ pub fn simulated_machine(cmd: &mut Command, setup: &Setup, machine: &Machine, ho
 }
 
 /// Runs `cmd`, killing it after `limit`; returns its status and output.
-fn run_with_timeout(mut cmd: Command, limit: Duration) -> (Result<i32, String>, String, String) {
+pub fn run_with_timeout(
+    mut cmd: Command,
+    limit: Duration,
+) -> (Result<i32, String>, String, String) {
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
