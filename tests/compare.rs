@@ -246,3 +246,31 @@ fn compares_cholesky_on_starpu_14_native_and_simgrid() {
         }
     }
 }
+
+/// A program whose tasks all go to a context it creates with a policy of
+/// its own: ours are shown, not ranked.
+#[test]
+fn a_program_scheduling_its_own_contexts_is_not_ranked() {
+    let prog = Path::new(EXAMPLES_13).join("dummy_sched_with_ctx");
+    if !present(&prog, "starpu-examples") {
+        return;
+    }
+    let t = compare(
+        &out_dir("compare-own-contexts"),
+        &[
+            "--reps",
+            "1",
+            "--policies",
+            "eager,greedy",
+            "--",
+            prog.to_str().unwrap(),
+        ],
+        2,
+        5,
+    );
+    assert!(t.contains("NOT RANKED"), "{t}");
+    assert!(
+        t.contains("recommendation: eager: the only ranked policy"),
+        "{t}"
+    );
+}

@@ -132,8 +132,17 @@ pub fn recommendation(summary: &[PolicySummary]) -> String {
         return "no recommendation: no policy has a passing run".into();
     };
     let (bm, _, bmax) = best.time.unwrap_or_default();
+    let passing = best.runs - best.failed;
+    let firmer = if passing < 3 {
+        format!(" (only {passing} counted run(s): --reps 5 gives a firmer answer)")
+    } else {
+        String::new()
+    };
     let Some(next) = ranked.get(1) else {
-        return format!("{}: the only policy with passing runs", best.policy);
+        return format!(
+            "{}: the only ranked policy with passing runs{firmer}",
+            best.policy
+        );
     };
     let overlapping: Vec<&str> = ranked[1..]
         .iter()
@@ -143,7 +152,7 @@ pub fn recommendation(summary: &[PolicySummary]) -> String {
     let nm = next.time.unwrap_or_default().0;
     if overlapping.is_empty() {
         format!(
-            "use {}: median {}, {:.1}% below the next ({}, {}); its slowest run beats every other policy's fastest",
+            "use {}: median {}, {:.1}% below the next ({}, {}); its slowest run beats every other policy's fastest{firmer}",
             best.policy,
             num(bm),
             100.0 * (1.0 - bm / nm),
@@ -152,7 +161,7 @@ pub fn recommendation(summary: &[PolicySummary]) -> String {
         )
     } else {
         format!(
-            "no clear winner: {} has the lowest median ({}), but the runs of {} overlap its spread",
+            "no clear winner: {} has the lowest median ({}), but the runs of {} overlap its spread{firmer}",
             best.policy,
             num(bm),
             overlapping.join(", ")
@@ -206,7 +215,7 @@ pub fn table(settings: &Settings, summary: &[PolicySummary]) -> String {
             notes.push("ours".to_string());
         }
         if p.not_ours {
-            notes.push("NOT RANKED: our policy saw none of the program's tasks (it schedules its own contexts with StarPU's policies)".into());
+            notes.push("NOT RANKED: our policy saw none of the program's tasks (the program schedules them in contexts of its own, under other policies)".into());
         }
         if p.failed > 0 {
             notes.push(format!("{} of {} runs FLAGGED", p.failed, p.runs));
