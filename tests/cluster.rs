@@ -235,6 +235,28 @@ fn mismatched_configurations_are_refused_on_every_rank() {
     assert!(all.contains("PLB_SOMETHING=1"), "{all}");
 }
 
+/// A rank whose node partitioning fails (a follower, then the head) still
+/// takes part in the round's collective: every rank ends with the failing
+/// rank named, none waits for a collective until its deadline.
+#[test]
+fn a_failed_node_partitioning_ends_every_rank_with_the_rank_named() {
+    for rank in ["1", "0"] {
+        let fault = format!("idpa:{rank}");
+        let (_, all, _) = failing(&["--timeout", "120", "--inject-fault", &fault]);
+        assert!(
+            all.contains(&format!("rank {rank}: node partitioning (IDPA) failed")),
+            "{fault}: {all}"
+        );
+        // Each rank ends with that error (the launcher may stop one
+        // before it prints when the other has exited).
+        assert!(
+            all.contains(&format!("failed on rank(s) [{rank}]")),
+            "{fault}: {all}"
+        );
+        assert!(!all.contains("no answer within"), "{fault}: {all}");
+    }
+}
+
 #[test]
 fn a_silent_rank_ends_the_job_with_a_message() {
     let (_, all, took) = failing(&["--timeout", "3", "--inject-fault", "hang:1"]);

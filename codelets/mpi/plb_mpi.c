@@ -47,7 +47,11 @@ int plb_mpi_init(int *rank, int *size)
 	MPI_Initialized(&ready);
 	if (!ready && MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
 		return -2;
-	if (!ready && provided < MPI_THREAD_SERIALIZED)
+	/* Our control collectives (main thread) run beside StarPU-MPI's
+	 * progress thread: MULTIPLE, whoever initialised MPI. */
+	if (ready)
+		MPI_Query_thread(&provided);
+	if (provided < MPI_THREAD_MULTIPLE)
 		return -3;
 	if (MPI_Comm_dup(MPI_COMM_WORLD, &control) != MPI_SUCCESS)
 		return -4;

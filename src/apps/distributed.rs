@@ -96,20 +96,36 @@ impl Protocol<'_> {
     }
 
     /// One INPA round as this rank sees it: its IDPA, then every rank's
-    /// time gathered.
+    /// time gathered. A rank whose IDPA fails still takes part in the
+    /// gather, with a failure word: every rank then knows, and returns
+    /// the same error (no rank is left waiting in a collective).
     fn serve_round(&mut self, rects: &[Rect], probe: bool) -> Result<Round, String> {
-        let (split, time, rounds, spent) = self.idpa(rects[self.mpi.rank])?;
+        let idpa = self.idpa(rects[self.mpi.rank]);
+        let mine = match &idpa {
+            Ok((_, time, rounds, spent)) => [*time, *spent, *rounds as f64, 0.0],
+            Err(e) => {
+                say(&format!(
+                    "plb: rank {}: node partitioning (IDPA) failed: {e}",
+                    self.mpi.rank
+                ));
+                [0.0, 0.0, 0.0, 1.0]
+            }
+        };
+        let got = self
+            .mpi
+            .allgather("partitioning round", &f64_bytes(&mine))
+            .unwrap_or_else(|e| fatal(self.mpi, e));
+        let v: Vec<Vec<f64>> = got.iter().map(|b| bytes_f64(b)).collect();
+        let failed: Vec<usize> = (0..v.len()).filter(|&r| v[r][3] != 0.0).collect();
+        if !failed.is_empty() {
+            return Err(format!(
+                "the node partitioning (IDPA) failed on rank(s) {failed:?} (each says why on its stderr)"
+            ));
+        }
+        let (split, ..) = idpa?;
         if !probe {
             self.history.push(split);
         }
-        let got = self
-            .mpi
-            .allgather(
-                "partitioning round",
-                &f64_bytes(&[time, spent, rounds as f64]),
-            )
-            .unwrap_or_else(|e| fatal(self.mpi, e));
-        let v: Vec<Vec<f64>> = got.iter().map(|b| bytes_f64(b)).collect();
         Ok(Round {
             parts: rects
                 .iter()
@@ -180,10 +196,11 @@ impl Protocol<'_> {
                     rows: 0,
                     cols: 0,
                 };
-                let _ = self.mpi.bcast(
+                // Every follower waits in the round's broadcast: it learns
+                // of the failure there.
+                self.bcast(
                     "partitioning result",
                     &mut header(CMD_FAIL, 0, &vec![none; q]),
-                    0,
                 );
                 Err(format!("partitioning failed: {e}"))
             }
@@ -192,6 +209,9 @@ impl Protocol<'_> {
 
     fn follower(&mut self) -> Result<Partition, String> {
         let hlen = (2 + 4 * self.mpi.size) * 8;
+        // A failed round's error: the head then broadcasts CMD_FAIL, which
+        // this rank still receives (the collectives stay matched).
+        let mut failure: Option<String> = None;
         loop {
             let mut h = vec![0u8; hlen];
             self.bcast("partitioning round", &mut h);
@@ -207,7 +227,9 @@ impl Protocol<'_> {
                 .collect();
             match v[0] {
                 CMD_PROBE | CMD_ROUND => {
-                    self.serve_round(&rects, v[0] == CMD_PROBE)?;
+                    if let Err(e) = self.serve_round(&rects, v[0] == CMD_PROBE) {
+                        failure = Some(e);
+                    }
                 }
                 CMD_DONE => {
                     let split = self
@@ -221,7 +243,11 @@ impl Protocol<'_> {
                         outcome: None,
                     });
                 }
-                _ => return Err("the head rank's partitioning failed (see rank 0)".into()),
+                _ => {
+                    return Err(failure.unwrap_or_else(|| {
+                        "the head rank's partitioning failed (see rank 0)".into()
+                    }));
+                }
             }
         }
     }

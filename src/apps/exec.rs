@@ -231,29 +231,45 @@ unsafe extern "C" {
     fn plb_mpi_starpu_shutdown();
 }
 
+/// Sets the environment StarPU reads at its start: the policy
+/// (`STARPU_SCHED`), `STARPU_SILENT=1` unless set, and
+/// `STARPU_OPENCL_ON_CPUS=1` when `opencl` (it only matters where OpenCL
+/// workers are asked for). Must run while this process has no other
+/// thread: before MPI (Open MPI starts threads) and StarPU start.
+pub(crate) fn set_starpu_environment(sched: &str, opencl: bool) {
+    // SAFETY: the contract above: no other thread reads or writes the
+    // environment while this runs (callers: `Session::start` without MPI,
+    // `plb app mm-mpi` before `Mpi::init`).
+    unsafe {
+        std::env::set_var("STARPU_SCHED", super::policy_base(sched));
+        if std::env::var_os("STARPU_SILENT").is_none() {
+            std::env::set_var("STARPU_SILENT", "1");
+        }
+        if opencl {
+            std::env::set_var("STARPU_OPENCL_ON_CPUS", "1");
+        }
+    }
+}
+
 impl Session {
     fn start(opts: &Options) -> Result<Session, String> {
         Session::start_with(opts, false)
     }
 
     /// StarPU-MPI on `MPI_COMM_WORLD` (MPI already initialised by
-    /// `super::mpi::Mpi::init`), with the workers `opts` asks for.
+    /// `super::mpi::Mpi::init`), with the workers `opts` asks for; the
+    /// caller set StarPU's environment ([`set_starpu_environment`]) before
+    /// MPI started.
     #[cfg(plb_mpi)]
     pub(crate) fn start_mpi(opts: &Options) -> Result<Session, String> {
         Session::start_with(opts, true)
     }
 
     fn start_with(opts: &Options, mpi: bool) -> Result<Session, String> {
-        // SAFETY: single-threaded here (StarPU, whose workers would read the
-        // environment, is not started yet).
-        unsafe {
-            std::env::set_var("STARPU_SCHED", super::policy_base(&opts.sched));
-            if std::env::var_os("STARPU_SILENT").is_none() {
-                std::env::set_var("STARPU_SILENT", "1");
-            }
-            if opts.opencl {
-                std::env::set_var("STARPU_OPENCL_ON_CPUS", "1");
-            }
+        if !mpi {
+            // Without MPI no other thread exists before StarPU starts; with
+            // it the caller set the environment before MPI started.
+            set_starpu_environment(&opts.sched, opts.opencl);
         }
         let mut conf = MaybeUninit::<sys::starpu_conf>::zeroed();
         // SAFETY: starpu_conf_init fills the struct.

@@ -102,7 +102,7 @@ pub struct Options {
     pub timeout: f64,
     /// A deliberate fault: die:RANK (exits at once), hang:RANK (never
     /// answers), skip:RANK or repeat:RANK (loses or repeats the rank's
-    /// first update of C)
+    /// first update of C), idpa:RANK (its node benchmark fails)
     #[arg(long, hide = true, value_name = "FAULT")]
     pub inject_fault: Option<String>,
 }
@@ -206,6 +206,11 @@ pub fn run(o: &Options) -> Result<ExitCode, Failure> {
         }
     }
     separate_calibration_files();
+    // Every task is pinned to its worker: the policy does not place
+    // anything; eager is StarPU's simplest. The environment is written
+    // now, while this process has no other thread (MPI starts some).
+    let sched = "eager";
+    super::exec::set_starpu_environment(sched, !o.opencl_ranks.is_empty());
     let mpi = Mpi::init(o.timeout).map_err(Failure::setup)?;
     if !emulate.is_empty() && hint != Some(mpi.rank) {
         return Err(Failure::setup(format!(
@@ -259,9 +264,7 @@ pub fn run(o: &Options) -> Result<ExitCode, Failure> {
     let ropts = RunOptions {
         n: o.n,
         seed: o.seed,
-        // Every task is pinned to its worker: the policy does not place
-        // anything; eager is StarPU's simplest.
-        sched: "eager".into(),
+        sched: sched.into(),
         block: None,
         ncpu: Some(o.ncpu),
         opencl: o.opencl_ranks.contains(&mpi.rank),
@@ -339,7 +342,7 @@ fn inject_fault(o: &Options, mpi: &Mpi) {
                 std::thread::sleep(std::time::Duration::from_secs(3600));
             }
         }
-        "skip" | "repeat" => {}
+        "skip" | "repeat" | "idpa" => {}
         _ => say(&format!(
             "plb app mm-mpi: rank {}: unknown fault `{f}` ignored",
             mpi.rank
@@ -526,15 +529,21 @@ impl<'a> Run<'a> {
     /// this rank and `k` is the first pivot step: a lost or repeated update
     /// that the coverage check and the verification must catch.
     fn step_fault(&self, k: u64) -> Option<&'static str> {
-        let (kind, r) = self.o.inject_fault.as_deref()?.split_once(':')?;
-        if k != 0 || r.parse::<usize>().ok() != Some(self.mpi.rank) {
+        if k != 0 {
             return None;
         }
-        match kind {
-            "skip" => Some("skip"),
-            "repeat" => Some("repeat"),
-            _ => None,
-        }
+        ["skip", "repeat"]
+            .into_iter()
+            .find(|kind| self.fault_here(kind))
+    }
+
+    /// Whether `--inject-fault KIND:R` names this rank.
+    fn fault_here(&self, kind: &str) -> bool {
+        self.o
+            .inject_fault
+            .as_deref()
+            .and_then(|f| f.split_once(':'))
+            .is_some_and(|(k, r)| k == kind && r.parse::<usize>().ok() == Some(self.mpi.rank))
     }
 
     /// Everything after the start; `Ok(true)` when verified.
@@ -884,6 +893,9 @@ impl NodeKernel for Run<'_> {
     /// The kernel on this node's workers: `rows x b` panel, `cols[j]`
     /// columns on worker `j`; seconds per worker (0 without columns).
     fn bench(&self, rows: u64, cols: &[u64]) -> Result<Vec<f64>, String> {
+        if self.fault_here("idpa") {
+            return Err("--inject-fault idpa: this rank's benchmark fails".into());
+        }
         let (rows, b) = (rows as usize, self.b as usize);
         let total: usize = cols.iter().map(|&c| c as usize).sum();
         if rows == 0 || total == 0 {

@@ -36,6 +36,10 @@ unsafe extern "C" {
     ) -> c_int;
 }
 
+/// The C shim's status for a collective or exchange not complete by its
+/// deadline (its request may still be pending).
+const TIMED_OUT: c_int = -1;
+
 /// A collective or exchange that failed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CommError {
@@ -74,12 +78,24 @@ pub fn launcher_rank() -> Option<usize> {
 }
 
 impl Mpi {
-    /// Initialises MPI (thread level MULTIPLE).
+    /// Initialises MPI at thread level MULTIPLE (our control collectives
+    /// run on the main thread while StarPU-MPI's progress thread calls MPI
+    /// too), or checks that level when MPI is already initialised; refuses
+    /// with a clear message otherwise.
     pub fn init(timeout_s: f64) -> Result<Mpi, String> {
         let (mut rank, mut size) = (0, 0);
         // SAFETY: called once per process, from the main thread, before
         // StarPU starts; the out-pointers are valid.
         let rc = unsafe { plb_mpi_init(&mut rank, &mut size) };
+        if rc == -3 {
+            return Err(
+                "MPI does not provide MPI_THREAD_MULTIPLE, which our control \
+                        collectives need beside StarPU-MPI's progress thread (use an MPI \
+                        built with thread support, e.g. Open MPI with the ob1 or UCX \
+                        transport)"
+                    .into(),
+            );
+        }
         if rc != 0 {
             return Err(format!("MPI initialisation failed ({rc})"));
         }
@@ -93,7 +109,7 @@ impl Mpi {
     fn check(&self, what: &str, rc: c_int) -> Result<(), CommError> {
         match rc {
             0 => Ok(()),
-            -1 => Err(CommError::TimedOut {
+            TIMED_OUT => Err(CommError::TimedOut {
                 what: what.to_string(),
                 seconds: self.timeout_s,
             }),
@@ -114,17 +130,24 @@ impl Mpi {
                 code: -8,
             });
         };
-        // SAFETY: `mine` has `len` bytes and `all` `len · size`; both live
-        // until the call returns (it completes or times out; on a time-out
-        // the job is aborted before the buffers are freed).
+        let send = mine.to_vec();
+        // SAFETY: `send` has `len` bytes and `all` `len · size`. When the
+        // call completes, MPI is done with both; when it times out, the
+        // request may still be pending and both are leaked just below, so
+        // MPI can never write into or read from freed memory.
         let rc = unsafe {
             plb_mpi_allgather(
-                mine.as_ptr().cast(),
+                send.as_ptr().cast(),
                 n,
                 all.as_mut_ptr().cast(),
                 self.timeout_s,
             )
         };
+        if rc == TIMED_OUT {
+            std::mem::forget(send);
+            std::mem::forget(all);
+            return self.check(what, rc).map(|()| Vec::new());
+        }
         self.check(what, rc)?;
         Ok(all.chunks(len.max(1)).map(<[u8]>::to_vec).collect())
     }
@@ -137,9 +160,17 @@ impl Mpi {
                 code: -8,
             });
         };
-        // SAFETY: `buf` has `n` bytes and lives until the call returns.
+        let mut tmp = buf.to_vec();
+        // SAFETY: `tmp` has `n` bytes. When the call completes, MPI is done
+        // with it; when it times out, the request may still be pending and
+        // `tmp` is leaked just below, never freed under MPI.
         let rc =
-            unsafe { plb_mpi_bcast(buf.as_mut_ptr().cast(), n, root as c_int, self.timeout_s) };
+            unsafe { plb_mpi_bcast(tmp.as_mut_ptr().cast(), n, root as c_int, self.timeout_s) };
+        if rc == TIMED_OUT {
+            std::mem::forget(tmp);
+        } else if rc == 0 {
+            buf.copy_from_slice(&tmp);
+        }
         self.check(what, rc)
     }
 
@@ -168,9 +199,11 @@ impl Mpi {
             .map(|(d, p, t)| raw(d.as_mut_ptr(), d.len(), *p, *t))
             .collect();
         // SAFETY: every buffer is borrowed for the whole call (sends shared,
-        // receives exclusive), the C side registers, transfers and
-        // unregisters them before returning 0; on an error the job is
-        // aborted before the buffers are freed.
+        // receives exclusive); the C side registers, transfers and
+        // unregisters them before returning 0. On an error its requests
+        // may still be pending on the caller's buffers: every caller ends
+        // the job ([`super::distributed::fatal`]) while they are still
+        // borrowed, so they are never freed under StarPU-MPI.
         let rc = unsafe {
             plb_mpi_exchange(
                 s.as_ptr(),
