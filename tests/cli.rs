@@ -1,30 +1,12 @@
 //! End-to-end tests of the `plb` command-line tool and of the library's
 //! loading mechanism, on a real StarPU example program.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn plb() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_plb"));
-    for var in [
-        "STARPU_SCHED",
-        "LD_PRELOAD",
-        "STARPU_SCHED_LIB",
-        "PLB_LIBRARY",
-        "PLB_SUMMARY",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use common::{plb, text};
 
 /// StarPU's hello_world example, when the examples package is installed.
 fn hello_world() -> Option<PathBuf> {

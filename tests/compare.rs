@@ -3,31 +3,12 @@
 //! (1.3; 1.4 native and SimGrid when those builds are present), and of a
 //! small StarPU program of our tests (`tests/compare/chain.c`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn plb() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_plb"));
-    for var in [
-        "STARPU_SCHED",
-        "LD_PRELOAD",
-        "STARPU_SCHED_LIB",
-        "PLB_LIBRARY",
-        "PLB_SUMMARY",
-        "STARPU_NCPU",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use common::{plb, text};
 
 const EXAMPLES_13: &str = "/usr/lib/x86_64-linux-gnu/starpu/examples";
 

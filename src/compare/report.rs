@@ -201,12 +201,7 @@ pub fn table(settings: &Settings, summary: &[PolicySummary]) -> String {
         "{:<20} {:>11} {:>23} {:>7} {:>11} {:>9}  notes",
         "policy", "median", "min - max", "ratio", "first run", "GB moved"
     );
-    let mut order: Vec<&PolicySummary> = summary.iter().collect();
-    order.sort_by(|a, b| {
-        let key = |s: &PolicySummary| s.ratio.unwrap_or(f64::INFINITY);
-        key(a).total_cmp(&key(b))
-    });
-    for p in order {
+    for p in by_ratio(summary) {
         let (m, lo, hi) = p
             .time
             .map_or((None, None, None), |t| (Some(t.0), Some(t.1), Some(t.2)));
@@ -310,6 +305,37 @@ const ROW: f64 = 26.0;
 const LEFT: f64 = 170.0;
 const WIDTH: f64 = 640.0;
 
+/// The summaries, best ratio first (unranked last).
+fn by_ratio(summary: &[PolicySummary]) -> Vec<&PolicySummary> {
+    let mut order: Vec<&PolicySummary> = summary.iter().collect();
+    order.sort_by(|a, b| {
+        let key = |s: &PolicySummary| s.ratio.unwrap_or(f64::INFINITY);
+        key(a).total_cmp(&key(b))
+    });
+    order
+}
+
+/// An SVG element `height` high, as wide as every plot.
+fn svg_open(height: f64) -> String {
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">",
+        LEFT + WIDTH
+    )
+}
+
+/// A policy's name at the left of its row `i` (rows from `top`).
+fn row_label(s: &mut String, top: f64, i: usize, policy: &str) -> f64 {
+    let y = top + ROW * i as f64;
+    let _ = write!(
+        s,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+        LEFT - 8.0,
+        y + 12.0,
+        esc(policy)
+    );
+    y
+}
+
 /// Time per policy: each counted run a dot (flagged ones a red cross at
 /// the right edge), the min-max range a line, the median a bar.
 fn time_plot(records: &[RunRecord], order: &[&PolicySummary]) -> String {
@@ -323,20 +349,10 @@ fn time_plot(records: &[RunRecord], order: &[&PolicySummary]) -> String {
     }
     let x = |t: f64| LEFT + (WIDTH - 20.0) * t / (max * 1.05);
     let h = ROW * order.len() as f64 + 40.0;
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">",
-        LEFT + WIDTH
-    );
+    let mut s = svg_open(h);
     for (i, p) in order.iter().enumerate() {
-        let y = 20.0 + ROW * i as f64;
+        let y = row_label(&mut s, 12.0, i, &p.policy) + 8.0;
         let color = if p.ours { "#1f77b4" } else { "#7f7f7f" };
-        let _ = write!(
-            s,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            LEFT - 8.0,
-            y + 4.0,
-            esc(&p.policy)
-        );
         if let Some((m, lo, hi)) = p.time {
             let _ = write!(
                 s,
@@ -396,20 +412,9 @@ fn bar_plot(
     if max <= 0.0 {
         return format!("<p>All zero or not reported ({unit}).</p>");
     }
-    let h = ROW * order.len() as f64 + 10.0;
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">",
-        LEFT + WIDTH
-    );
+    let mut s = svg_open(ROW * order.len() as f64 + 10.0);
     for (i, p) in order.iter().enumerate() {
-        let y = 6.0 + ROW * i as f64;
-        let _ = write!(
-            s,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            LEFT - 8.0,
-            y + 12.0,
-            esc(&p.policy)
-        );
+        let y = row_label(&mut s, 6.0, i, &p.policy);
         if let Some(v) = value(p) {
             let w = (WIDTH - 120.0) * v / max;
             let _ = write!(
@@ -438,24 +443,17 @@ fn worker_plot(order: &[&PolicySummary]) -> String {
         .any(|p| p.workers.iter().any(|w| w.2.is_some()));
     let h = ROW * order.len() as f64 + 40.0;
     let mut s = format!(
-        "<p>{}</p><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">",
+        "<p>{}</p>{}",
         if busy {
             "Each worker's share of the executing time (StarPU's profiling), median run."
         } else {
             "Each worker's share of the tasks, median run (set STARPU_PROFILING=1 for busy times)."
         },
-        LEFT + WIDTH
+        svg_open(h)
     );
     let mut names: Vec<String> = Vec::new();
     for (i, p) in order.iter().enumerate() {
-        let y = 6.0 + ROW * i as f64;
-        let _ = write!(
-            s,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            LEFT - 8.0,
-            y + 12.0,
-            esc(&p.policy)
-        );
+        let y = row_label(&mut s, 6.0, i, &p.policy);
         let vals: Vec<f64> = p
             .workers
             .iter()
@@ -500,11 +498,7 @@ fn worker_plot(order: &[&PolicySummary]) -> String {
 
 /// The self-contained report: settings, recommendation, table, plots.
 pub fn html(settings: &Settings, records: &[RunRecord], summary: &[PolicySummary]) -> String {
-    let mut order: Vec<&PolicySummary> = summary.iter().collect();
-    order.sort_by(|a, b| {
-        let key = |s: &PolicySummary| s.ratio.unwrap_or(f64::INFINITY);
-        key(a).total_cmp(&key(b))
-    });
+    let order = by_ratio(summary);
     let mut s = String::from(
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>plb compare</title><style>\
          body{font-family:sans-serif;max-width:900px;margin:2em auto}table{border-collapse:collapse}\
