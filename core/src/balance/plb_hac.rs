@@ -373,6 +373,9 @@ pub struct PlbHac {
     /// becomes ready).
     wait_set: Option<Vec<bool>>,
     released: bool,
+    /// Built by [`PlbHac::resume`]: its stores are fitted at the first
+    /// request.
+    resume_pending: bool,
     running: Vec<Option<Running>>,
     /// Current virtual step (0 = none opened yet).
     step: u64,
@@ -426,6 +429,7 @@ impl PlbHac {
             history: VecDeque::new(),
             stats: PlbHacStats::default(),
             min_block,
+            resume_pending: false,
             cfg,
         })
     }
@@ -435,7 +439,9 @@ impl PlbHac {
     /// application): its sample stores are kept and, when every PU's store
     /// yields a model, the training is skipped and the first request opens
     /// virtual step 1 at once (without the ramp-up limit). Otherwise this is
-    /// [`PlbHac::new`] with the stores kept.
+    /// [`PlbHac::new`] with the stores kept. Cheap: the stores are fitted
+    /// at the first request (task mode builds balancers under its lock and
+    /// runs them outside it).
     pub fn resume(
         previous: &PlbHac,
         total: u64,
@@ -443,21 +449,26 @@ impl PlbHac {
     ) -> Result<PlbHac, PlbHacConfigError> {
         let mut b = PlbHac::new(previous.n, total, cfg)?;
         b.stores = previous.stores.clone();
-        let fit_cfg = b.cfg.fit.clone();
-        let models: Vec<Option<PuModel>> = b
+        b.resume_pending = true;
+        Ok(b)
+    }
+
+    /// [`PlbHac::resume`]'s fits, at the first request.
+    fn finish_resume(&mut self) {
+        let fit_cfg = self.cfg.fit.clone();
+        let models: Vec<Option<PuModel>> = self
             .stores
             .iter_mut()
             .map(|s| s.fit(&fit_cfg).ok().map(|f| f.model))
             .collect();
         if models.iter().all(Option::is_some) {
-            b.models = models;
-            b.train = vec![Train::Ready; b.n];
-            b.wait_set = Some(vec![false; b.n]);
-            b.released = true;
-            b.training_round2_total = total;
-            b.stats.refits = b.n as u64;
+            self.models = models;
+            self.train = vec![Train::Ready; self.n];
+            self.wait_set = Some(vec![false; self.n]);
+            self.released = true;
+            self.training_round2_total = self.pool.total();
+            self.stats.refits = self.n as u64;
         }
-        Ok(b)
     }
 
     /// The configuration.
@@ -754,6 +765,9 @@ impl Balancer for PlbHac {
     }
 
     fn next(&mut self, pu: PuId, now: f64) -> Decision {
+        if std::mem::take(&mut self.resume_pending) {
+            self.finish_resume();
+        }
         if pu >= self.n {
             return Decision::Done;
         }

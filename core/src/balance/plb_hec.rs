@@ -167,6 +167,9 @@ pub struct PlbHec {
     sync_deadline: f64,
     r2: Vec<Option<f64>>,
     previous: Option<Distribution>,
+    /// Built by [`PlbHec::resume`] from a trained balancer: fitted and
+    /// solved at the first request.
+    resume_pending: bool,
     stats: PlbHecStats,
 }
 
@@ -232,6 +235,7 @@ impl PlbHec {
             sync_deadline: f64::NEG_INFINITY,
             r2: vec![None; n_pus],
             previous: None,
+            resume_pending: false,
             stats: PlbHecStats::default(),
         })
     }
@@ -242,18 +246,23 @@ impl PlbHec {
     /// finished training and every store yields a fitted curve, the
     /// training is skipped and the first request gets an execution block
     /// of the solve over those curves. Otherwise this is [`PlbHec::new`]
-    /// with the stores kept.
+    /// with the stores kept. Cheap: the fit and the solve run at the first
+    /// request (task mode builds balancers under its lock and runs them
+    /// outside it).
     pub fn resume(previous: &PlbHec, total: u64, cfg: PlbHecConfig) -> Result<PlbHec, ConfigError> {
         let mut b = PlbHec::new(previous.n(), total, cfg)?;
         b.stores = previous.stores.clone();
         b.last_thr = previous.last_thr.clone();
-        if previous.trained() {
-            let (models, _) = b.fit_all();
-            if b.r2.iter().all(Option::is_some) {
-                b.start_execution(&models);
-            }
-        }
+        b.resume_pending = previous.trained();
         Ok(b)
+    }
+
+    /// [`PlbHec::resume`]'s fit and solve, at the first request.
+    fn finish_resume(&mut self) {
+        let (models, _) = self.fit_all();
+        if self.r2.iter().all(Option::is_some) {
+            self.start_execution(&models);
+        }
     }
 
     /// The counters so far.
@@ -261,9 +270,10 @@ impl PlbHec {
         self.stats
     }
 
-    /// Whether the training phase is over.
+    /// Whether the training phase is over (a resumed balancer: whether
+    /// it will skip it).
     pub fn trained(&self) -> bool {
-        self.phase != Phase::Training
+        self.phase != Phase::Training || self.resume_pending
     }
 
     /// The current execution block sizes (all 0 during training).
@@ -444,6 +454,9 @@ impl Balancer for PlbHec {
     }
 
     fn next(&mut self, pu: PuId, now: f64) -> Decision {
+        if std::mem::take(&mut self.resume_pending) {
+            self.finish_resume();
+        }
         if self.pool.remaining() == 0 || pu >= self.n() {
             return Decision::Done;
         }
