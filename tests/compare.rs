@@ -88,6 +88,25 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(errors[0].contains(expect), "{args:?}: {t}");
         assert_eq!(t.lines().count(), 1, "one line only: {args:?}: {t}");
     }
+    // An --out whose runs/ directory plb compare did not make is refused,
+    // never cleared.
+    let mine = out_dir("compare-foreign-runs");
+    std::fs::create_dir_all(mine.join("runs")).unwrap();
+    std::fs::write(mine.join("runs/keep.txt"), "mine").unwrap();
+    let out = plb()
+        .arg("compare")
+        .arg("--out")
+        .arg(&mine)
+        .arg("--")
+        .arg(&hello)
+        .output()
+        .unwrap();
+    let t = text(&out);
+    if present(&hello, "starpu-examples") {
+        assert_eq!(out.status.code(), Some(2), "{t}");
+        assert!(t.contains("was not made by plb compare"), "{t}");
+        assert!(mine.join("runs/keep.txt").is_file());
+    }
     if present(&hello, "starpu-examples") {
         let dir = out_dir("compare-bad-timer");
         let out = plb()

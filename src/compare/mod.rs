@@ -43,6 +43,10 @@ use crate::simgrid::run::{parse, run_with_timeout};
 use detect::Starpu;
 use starpu_plb::catalog;
 
+/// The file that marks `OUT/runs` as made by `plb compare` (and so safe
+/// to clear).
+const RUNS_MARKER: &str = ".plb-compare-runs";
+
 /// StarPU's policies compared by default: its usual candidates.
 const STARPU_DEFAULT: [&str; 7] = [
     "eager",
@@ -317,22 +321,9 @@ impl Command {
             ));
         }
         let policies = self.policies()?;
-        let stem = program
-            .file_name()
-            .map_or_else(|| "program".into(), |n| n.to_string_lossy().into_owned());
-        let out = self
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("plb-compare-{stem}")));
-        let scratch = out.join("runs");
-        if scratch.exists() {
-            std::fs::remove_dir_all(&scratch)
-                .map_err(|e| format!("clearing {}: {e}", scratch.display()))?;
-        }
-        std::fs::create_dir_all(scratch.join("starpu-home"))
-            .map_err(|e| format!("creating {}: {e}", scratch.display()))?;
-        let scratch = std::path::absolute(&scratch).unwrap_or(scratch);
-        let simulated = match (&self.machine, starpu.simgrid) {
+        // Checked before anything is written: a refused request leaves
+        // nothing behind.
+        let machine = match (&self.machine, starpu.simgrid) {
             (Some(_), false) => {
                 return Err(Failure::setup(
                     "--machine is for SimGrid-built programs; this one runs on real workers",
@@ -357,12 +348,45 @@ impl Command {
                         crate::simgrid::report::sampled_machines(&samples).join(", ")
                     )));
                 }
+                Some((m.clone(), samples))
+            }
+            (None, false) => None,
+        };
+        let stem = program
+            .file_name()
+            .map_or_else(|| "program".into(), |n| n.to_string_lossy().into_owned());
+        let out = self
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("plb-compare-{stem}")));
+        // The runs' directory is cleared before use: only when an earlier
+        // `plb compare` made it (its marker file), never a user's own.
+        let scratch = out.join("runs");
+        let marker = scratch.join(RUNS_MARKER);
+        if scratch.exists() {
+            if !marker.is_file() {
+                return Err(Failure::setup(format!(
+                    "{} exists and was not made by plb compare: choose another --out",
+                    scratch.display()
+                )));
+            }
+            std::fs::remove_dir_all(&scratch)
+                .map_err(|e| format!("clearing {}: {e}", scratch.display()))?;
+        }
+        std::fs::create_dir_all(scratch.join("starpu-home"))
+            .and_then(|()| {
+                std::fs::write(&marker, "made by plb compare; cleared by its next run\n")
+            })
+            .map_err(|e| format!("creating {}: {e}", scratch.display()))?;
+        let scratch = std::path::absolute(&scratch).unwrap_or(scratch);
+        let simulated = match machine {
+            Some((m, samples)) => {
                 let copy = scratch.join("sampling");
                 crate::simgrid::copy_dir(&samples, &copy)
                     .map_err(|e| format!("copying {}: {e}", samples.display()))?;
-                Some((m.clone(), copy))
+                Some((m, copy))
             }
-            (None, false) => None,
+            None => None,
         };
         let plan = Plan {
             program,
