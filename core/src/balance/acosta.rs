@@ -204,10 +204,15 @@ impl Acosta {
             }
         };
         // Loads proportional to the relative powers, rounded to whole units
-        // for the earliest end of the iteration (see `round_by_rates`).
+        // for the earliest end of the iteration (see `round_by_rates`),
+        // when this iteration measured every PU's power.
+        let measured = loads
+            .iter()
+            .zip(&self.times)
+            .all(|(&l, &t)| l > 0.0 && t > 0.0 && t.is_finite());
         let by_power = round_by_rates(&self.powers, slice)
             .ok()
-            .filter(|_| self.powers.iter().all(|&p| p > 0.0));
+            .filter(|_| measured);
         let rebalanced = self.stats.rebalances > rebalances_before;
         self.loads = by_power
             .filter(|_| rebalanced)
