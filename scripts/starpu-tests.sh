@@ -199,9 +199,10 @@ declare -A FLAKY=(
 # Deterministic (simulated time; identical percentages in repeated runs).
 # eager: 99.98% and 99.24%. plb-heft, dada, dada-cp: 99.98% and 99.24%
 # since tasks wait for a kind's first sample instead of piling onto the
-# trained kind (they were at 25.38% and 77.93%); dynamic 99.00% and 96.14%
+# trained kind (they were at 25.38% and 77.93%); dynamic 99.00% and 99.24%
 # since a worker with nothing from its epoch takes the tail of a slower
-# worker's block (it was at 86.95% and 78.88%). Left: plb-hec 87.85% and
+# worker's block, the queued task behind a running one included (it was at
+# 86.95% and 78.88%, then 99.00% and 96.14%). Left: plb-hec 87.85% and
 # acosta 88.24% on the heterogeneous one (they were at 78.88% and 86.11%
 # before a worker could take the queued task behind a running one, a
 # second batch continued from the first one's balancer, and Acosta's loads

@@ -72,24 +72,49 @@ impl PolicySelection {
     }
 
     /// Sets the environment of `cmd`: `STARPU_SCHED`, and for our policies
-    /// `LD_PRELOAD` (StarPU 1.3) or `STARPU_SCHED_LIB` (1.4). Every other
-    /// variable, STARPU_* included, is inherited.
+    /// the library ([`load_library`], for the StarPU this `plb` was built
+    /// against). Every other variable, STARPU_* included, is inherited.
     pub fn apply(&self, cmd: &mut Command) {
         cmd.env("STARPU_SCHED", &self.sched);
-        let Some(lib) = &self.library else {
-            return;
-        };
-        if starpu_plb::STARPU_SERIES == "1.3" {
-            let mut preload = OsString::from(lib.as_os_str());
-            if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-                preload.push(":");
-                preload.push(old);
-            }
-            cmd.env("LD_PRELOAD", preload);
-        } else {
-            cmd.env("STARPU_SCHED_LIB", lib);
+        if let Some(lib) = &self.library {
+            load_library(cmd, lib, starpu_plb::STARPU_SERIES == "1.3");
         }
     }
+}
+
+/// Makes `cmd` load our library `lib`: StarPU 1.3 (`preload`) has no
+/// policy plug-in, so the library is preloaded (before any `LD_PRELOAD`
+/// already set) and interposes StarPU's policy lookup; 1.4 loads
+/// `STARPU_SCHED_LIB`.
+pub fn load_library(cmd: &mut Command, lib: &Path, preload: bool) {
+    if preload {
+        let mut value = OsString::from(lib.as_os_str());
+        if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+            value.push(":");
+            value.push(old);
+        }
+        cmd.env("LD_PRELOAD", value);
+    } else {
+        cmd.env("STARPU_SCHED_LIB", lib);
+    }
+}
+
+/// The cargo target directory this `plb` runs from (`target/` for
+/// `target/release/plb`): the StarPU 1.4 builds of our library are in its
+/// `starpu14-<build>/release/`.
+pub fn target_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
+        .unwrap_or_else(|| Path::new("target").to_path_buf())
+}
+
+/// Our library built against this project's StarPU 1.4 build `build`
+/// (`native`, `simgrid`, `cuda`; `scripts/starpu14.sh`).
+pub fn starpu14_library(build: &str) -> PathBuf {
+    target_dir()
+        .join(format!("starpu14-{build}/release"))
+        .join(LIBRARY_FILE)
 }
 
 /// Removes from `cmd`'s environment every inherited `STARPU_*` and `PLB_*`

@@ -143,12 +143,13 @@ impl Mpi {
                 self.timeout_s,
             )
         };
-        if rc == TIMED_OUT {
-            std::mem::forget(send);
-            std::mem::forget(all);
-            return self.check(what, rc).map(|()| Vec::new());
+        if let Err(e) = self.check(what, rc) {
+            if rc == TIMED_OUT {
+                std::mem::forget(send);
+                std::mem::forget(all);
+            }
+            return Err(e);
         }
-        self.check(what, rc)?;
         Ok(all.chunks(len.max(1)).map(<[u8]>::to_vec).collect())
     }
 

@@ -4,8 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::launch::LIBRARY_FILE;
-
 /// The StarPU a program runs on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Starpu {
@@ -31,15 +29,11 @@ impl Starpu {
         format!("StarPU {} ({}; {how})", self.series, self.lib.display())
     }
 
-    /// The variable that loads our library into a program of this StarPU:
-    /// 1.3 has no policy plug-in, so the library is preloaded and
-    /// interposes StarPU's policy lookup; 1.4 loads `STARPU_SCHED_LIB`.
-    pub fn loader_variable(&self) -> &'static str {
-        if self.series == "1.3" {
-            "LD_PRELOAD"
-        } else {
-            "STARPU_SCHED_LIB"
-        }
+    /// Whether our library is preloaded into a program of this StarPU
+    /// (1.3) rather than named by `STARPU_SCHED_LIB` (1.4; see
+    /// [`crate::launch::load_library`]).
+    pub fn preloads(&self) -> bool {
+        self.series == "1.3"
     }
 }
 
@@ -106,10 +100,10 @@ pub fn parse_ldd(text: &str) -> Option<Starpu> {
     found.map(|s| Starpu { simgrid, ..s })
 }
 
-/// Our library built for `starpu`: `explicit` when given, else next to
-/// the `plb` executable (1.3: `target/release/`; a 1.4 prefix's build
-/// `B`: `target/starpu14-B/release/`, where `scripts/starpu14.sh` builds
-/// it).
+/// Our library built for `starpu`: `explicit` when given; for 1.3 the
+/// one `plb run` loads ([`crate::launch::find_library`]); for this
+/// project's 1.4 build `B`, `target/starpu14-B/release/`
+/// ([`crate::launch::starpu14_library`]).
 pub fn library_for(starpu: &Starpu, explicit: Option<&Path>) -> Result<PathBuf, String> {
     if let Some(p) = explicit {
         return if p.is_file() {
@@ -118,19 +112,10 @@ pub fn library_for(starpu: &Starpu, explicit: Option<&Path>) -> Result<PathBuf, 
             Err(format!("--library {}: no such file", p.display()))
         };
     }
-    let exe =
-        std::env::current_exe().map_err(|e| format!("cannot locate the plb executable: {e}"))?;
-    let release = exe.parent().unwrap_or(Path::new("."));
-    let target = release.parent().unwrap_or(Path::new("."));
     let (candidate, how) = match (starpu.series.as_str(), &starpu.build) {
-        ("1.3", _) => (
-            release.join(LIBRARY_FILE),
-            "cargo build --release".to_string(),
-        ),
+        ("1.3", _) => return crate::launch::find_library(),
         ("1.4", Some(build)) => (
-            target
-                .join(format!("starpu14-{build}/release"))
-                .join(LIBRARY_FILE),
+            crate::launch::starpu14_library(build),
             format!(
                 "source scripts/lib/starpu14.sh; with_starpu14 {build} cargo build --release -p starpu-plb"
             ),
@@ -168,7 +153,7 @@ mod tests {
         assert_eq!(s.series, "1.3");
         assert_eq!(s.build, None);
         assert!(!s.simgrid);
-        assert_eq!(s.loader_variable(), "LD_PRELOAD");
+        assert!(s.preloads());
 
         let sim = "\tlibstarpu-1.4.so.9 => /root/.cache/plb/starpu-1.4.10/simgrid/lib/libstarpu-1.4.so.9 (0x1)\n\
             \tlibsimgrid.so.3.32 => /lib/x86_64-linux-gnu/libsimgrid.so.3.32 (0x2)\n";
@@ -177,7 +162,7 @@ mod tests {
             (s.series.as_str(), s.build.as_deref(), s.simgrid),
             ("1.4", Some("simgrid"), true)
         );
-        assert_eq!(s.loader_variable(), "STARPU_SCHED_LIB");
+        assert!(!s.preloads());
         assert!(s.label().contains("SIMULATED"));
 
         let elsewhere = "\tlibstarpu-1.4.so.9 => /usr/local/lib/libstarpu-1.4.so.9 (0x1)\n";

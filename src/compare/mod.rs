@@ -39,6 +39,7 @@ use clap::Args;
 use regex::Regex;
 
 use crate::cli::{Failure, positive, positive_seconds};
+pub use crate::simgrid::run::WorkerStat;
 use crate::simgrid::run::{parse, run_with_timeout};
 use detect::Starpu;
 use starpu_plb::catalog;
@@ -121,6 +122,16 @@ pub enum Phase {
     Measured(usize),
 }
 
+impl RunRecord {
+    /// `exit N`, or why there is no exit status.
+    pub fn status(&self) -> String {
+        match &self.exit {
+            Ok(c) => format!("exit {c}"),
+            Err(e) => e.clone(),
+        }
+    }
+}
+
 impl Phase {
     fn label(self) -> String {
         match self {
@@ -132,15 +143,6 @@ impl Phase {
     }
 }
 
-/// One worker's line of StarPU's worker statistics.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WorkerStat {
-    pub name: String,
-    pub tasks: u64,
-    /// `executing: X ms`, printed when StarPU profiles (STARPU_PROFILING=1).
-    pub executing_ms: Option<f64>,
-}
-
 /// One run, checked.
 #[derive(Debug, Clone)]
 pub struct RunRecord {
@@ -149,7 +151,8 @@ pub struct RunRecord {
     /// The program's time (regex) or the wall time in seconds.
     pub time: Option<f64>,
     pub wall_s: f64,
-    pub status: String,
+    /// Exit status, or why there is none (killed, timed out, not started).
+    pub exit: Result<i32, String>,
     pub gb: Option<f64>,
     pub executed: Option<u64>,
     pub workers: Vec<WorkerStat>,
@@ -198,7 +201,7 @@ impl Command {
         let (reference, stdout) = plan.run("eager", Phase::Reference, None);
         if let Some(problem) = &reference.problem {
             let bad_timer =
-                plan.timer.is_some() && reference.time.is_none() && reference.status == "exit 0";
+                plan.timer.is_some() && reference.time.is_none() && reference.exit == Ok(0);
             let msg = format!(
                 "the program under eager (the reference run): {problem} (last line of its stderr: {})",
                 reference.last_error_line
@@ -525,16 +528,7 @@ impl Plan {
                 .env("STARPU_PERF_MODEL_DIR", samples);
         }
         if ours || self.emulate.is_some() {
-            if self.starpu.loader_variable() == "LD_PRELOAD" {
-                let mut preload = OsString::from(self.library.as_os_str());
-                if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-                    preload.push(":");
-                    preload.push(old);
-                }
-                cmd.env("LD_PRELOAD", preload);
-            } else {
-                cmd.env("STARPU_SCHED_LIB", &self.library);
-            }
+            crate::launch::load_library(&mut cmd, &self.library, self.starpu.preloads());
         }
         if ours {
             cmd.env("PLB_SUMMARY", "1").env(
@@ -560,13 +554,10 @@ impl Plan {
             phase,
             time,
             wall_s,
-            status: match &status {
-                Ok(c) => format!("exit {c}"),
-                Err(e) => e.clone(),
-            },
+            exit: status,
             gb: parsed.gib,
             executed,
-            workers: worker_stats(&stderr),
+            workers: parsed.workers.clone(),
             ours_tasks,
             not_ours: ours && ours_tasks == Some(0) && executed.is_some_and(|e| e > 0),
             problem: None,
@@ -617,8 +608,10 @@ fn check(
     output_differs: bool,
     timed_by_regex: bool,
 ) -> Option<String> {
-    if r.status != "exit 0" {
-        return Some(r.status.clone());
+    match &r.exit {
+        Ok(0) => {}
+        Ok(c) => return Some(format!("exit {c}")),
+        Err(e) => return Some(e.clone()),
     }
     if let Some(e) = &parsed.plb_error {
         return Some(format!("our library reported an error: {e}"));
@@ -649,55 +642,9 @@ fn check(
     None
 }
 
-/// StarPU's worker statistics (`STARPU_WORKER_STATS=1`): a worker's name
-/// line, then `\t<n> task(s)` and, when profiling, `executing: X ms`.
-fn worker_stats(stderr: &str) -> Vec<WorkerStat> {
-    let mut out: Vec<WorkerStat> = Vec::new();
-    let mut current: Option<usize> = None;
-    for line in stderr.lines() {
-        if !line.starts_with(char::is_whitespace) {
-            let first = line.split_whitespace().next().unwrap_or("");
-            current = ["CPU", "CUDA", "OpenCL", "HIP", "MIC", "MPI"]
-                .contains(&first)
-                .then(|| {
-                    out.push(WorkerStat {
-                        name: line.trim().to_string(),
-                        tasks: 0,
-                        executing_ms: None,
-                    });
-                    out.len() - 1
-                });
-            continue;
-        }
-        let Some(w) = current.and_then(|i| out.get_mut(i)) else {
-            continue;
-        };
-        let t = line.trim();
-        if let Some(n) = t.strip_suffix(" task(s)").and_then(|n| n.parse().ok()) {
-            w.tasks = n;
-        }
-        if let Some(rest) = t.split("executing:").nth(1) {
-            w.executing_ms = rest.split_whitespace().next().and_then(|v| v.parse().ok());
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn worker_statistics_are_read_per_worker() {
-        let text = "#---------------------\nWorker stats:\nCPU 0                           \n\
-            \t14 task(s)\n\ttotal: 1280.74 ms executing: 420.29 ms sleeping: 859.73 ms overhead 0.73 ms\n\
-            \t0.205329 GFlop/s\n\nCPU 1                           \n\t6 task(s)\n";
-        let w = worker_stats(text);
-        assert_eq!(w.len(), 2);
-        assert_eq!((w[0].name.as_str(), w[0].tasks), ("CPU 0", 14));
-        assert_eq!(w[0].executing_ms, Some(420.29));
-        assert_eq!((w[1].tasks, w[1].executing_ms), (6, None));
-    }
 
     #[test]
     fn the_timer_keeps_the_last_match_and_its_first_group() {

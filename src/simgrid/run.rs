@@ -221,6 +221,8 @@ pub struct Outcome {
     pub executed: Option<u64>,
     /// Tasks per worker kind ("CPU", "CUDA"), from the same statistics.
     pub by_kind: BTreeMap<String, u64>,
+    /// The same statistics per worker.
+    pub workers: Vec<WorkerStat>,
     /// Our summary lines: (tasks, popped, left), summed over contexts.
     pub ours: Option<(u64, u64, u64)>,
     /// A "plb: error" line of our library.
@@ -300,6 +302,7 @@ impl Default for Outcome {
             gib: None,
             executed: None,
             by_kind: BTreeMap::new(),
+            workers: Vec::new(),
             ours: None,
             plb_error: None,
             wall_s: 0.0,
@@ -397,25 +400,18 @@ pub fn parse(stdout: &str, stderr: &str) -> Outcome {
             }
         }
     }
-    let mut kind: Option<String> = None;
+    let workers: Vec<WorkerStat> = worker_stats(stderr)
+        .into_iter()
+        .chain(worker_stats(stdout))
+        .collect();
     let mut executed = None;
+    for w in workers.iter().filter(|w| w.counted) {
+        *o.by_kind.entry(w.kind.clone()).or_default() += w.tasks;
+        *executed.get_or_insert(0) += w.tasks;
+    }
     for line in stderr.lines().chain(stdout.lines()) {
         if let Some(rest) = line.strip_prefix("Total transfers:") {
             o.gib = rest.split_whitespace().next().and_then(|v| v.parse().ok());
-        }
-        // Worker statistics: a worker's name line ("CUDA 0.0 (Fermi ...)",
-        // "CPU 3"), then "\t<n> task(s)".
-        if !line.starts_with(char::is_whitespace) {
-            kind = line
-                .split_whitespace()
-                .next()
-                .filter(|w| ["CPU", "CUDA", "OpenCL", "HIP"].contains(w))
-                .map(String::from);
-        } else if let (Some(k), Some(n)) = (&kind, line.trim().strip_suffix(" task(s)")) {
-            if let Ok(n) = n.parse::<u64>() {
-                *o.by_kind.entry(k.clone()).or_default() += n;
-                *executed.get_or_insert(0) += n;
-            }
         }
         if let Some(at) = line.find("plb: policy=") {
             let fields: BTreeMap<&str, u64> = line[at + 5..]
@@ -432,12 +428,63 @@ pub fn parse(stdout: &str, stderr: &str) -> Outcome {
         }
     }
     o.executed = executed;
+    o.workers = workers;
     let tail: Vec<&str> = stderr
         .lines()
         .filter(|l| !l.contains("[xbt_cfg/INFO]") && !l.contains("[surf_parse/INFO]"))
         .collect();
     o.stderr_tail = tail[tail.len().saturating_sub(12)..].join("\n");
     o
+}
+
+/// One worker's entry in StarPU's worker statistics
+/// (`STARPU_WORKER_STATS=1`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerStat {
+    /// Its name line ("CUDA 0.0 (Fermi ...)", "CPU 3").
+    pub name: String,
+    /// Its kind, the name's first word.
+    pub kind: String,
+    pub tasks: u64,
+    /// Whether a `<n> task(s)` line was read for it.
+    pub counted: bool,
+    /// `executing: X ms`, printed when StarPU profiles (STARPU_PROFILING=1).
+    pub executing_ms: Option<f64>,
+}
+
+/// StarPU's worker statistics in `text`: a worker's name line, then
+/// `\t<n> task(s)` and, when profiling, `... executing: X ms ...`.
+pub fn worker_stats(text: &str) -> Vec<WorkerStat> {
+    let mut out: Vec<WorkerStat> = Vec::new();
+    let mut current = false;
+    for line in text.lines() {
+        if !line.starts_with(char::is_whitespace) {
+            let kind = line.split_whitespace().next().unwrap_or("");
+            current = ["CPU", "CUDA", "OpenCL", "HIP", "MIC", "MPI"].contains(&kind);
+            if current {
+                out.push(WorkerStat {
+                    name: line.trim().to_string(),
+                    kind: kind.to_string(),
+                    tasks: 0,
+                    counted: false,
+                    executing_ms: None,
+                });
+            }
+            continue;
+        }
+        let Some(w) = out.last_mut().filter(|_| current) else {
+            continue;
+        };
+        let t = line.trim();
+        if let Some(n) = t.strip_suffix(" task(s)").and_then(|n| n.parse().ok()) {
+            w.tasks = n;
+            w.counted = true;
+        }
+        if let Some(rest) = t.split("executing:").nth(1) {
+            w.executing_ms = rest.split_whitespace().next().and_then(|v| v.parse().ok());
+        }
+    }
+    out
 }
 
 /// Why a run is wrong, if it is: it must exit 0, print its result, execute
@@ -486,11 +533,7 @@ pub fn verdict(case: &Case, o: &Outcome, ours: bool, reference: Option<u64>) -> 
 /// `target/starpu14-simgrid`, where `scripts/simgrid.sh` builds against
 /// the SimGrid prefix, found from this executable (`target/release/plb`).
 fn simgrid_target() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
-        .unwrap_or_else(|| Path::new("target").to_path_buf())
-        .join("starpu14-simgrid")
+    crate::launch::target_dir().join("starpu14-simgrid")
 }
 
 /// StarPU's SimGrid build: `$PLB_CACHE/starpu-1.4.10/simgrid`, `PLB_CACHE`
@@ -513,7 +556,7 @@ pub fn simgrid_library() -> PathBuf {
 
 /// Our library built against the SimGrid prefix.
 pub fn default_library() -> PathBuf {
-    simgrid_target().join("release/libstarpu_plb.so")
+    crate::launch::starpu14_library("simgrid")
 }
 
 /// The cross-check's program (`scripts/simgrid-xcheck.c`).
@@ -524,6 +567,18 @@ pub fn default_xcheck_program() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn worker_statistics_are_read_per_worker() {
+        let text = "#---------------------\nWorker stats:\nCPU 0                           \n\
+            \t14 task(s)\n\ttotal: 1280.74 ms executing: 420.29 ms sleeping: 859.73 ms overhead 0.73 ms\n\
+            \t0.205329 GFlop/s\n\nCPU 1                           \n\t6 task(s)\n";
+        let w = worker_stats(text);
+        assert_eq!(w.len(), 2);
+        assert_eq!((w[0].name.as_str(), w[0].tasks), ("CPU 0", 14));
+        assert_eq!(w[0].executing_ms, Some(420.29));
+        assert_eq!((w[1].tasks, w[1].executing_ms), (6, None));
+    }
 
     #[test]
     fn cases_and_machines_parse_and_refuse() {

@@ -66,8 +66,6 @@ pub struct AcostaStats {
 pub struct Acosta {
     pool: WorkPool,
     initial: u64,
-    iterations: u32,
-    threshold: f64,
     /// Loads of the current iteration and whether each PU took its own.
     loads: Vec<u64>,
     given: Vec<bool>,
@@ -116,8 +114,6 @@ impl Acosta {
         Ok(Acosta {
             pool: WorkPool::new(total),
             initial,
-            iterations: cfg.iterations,
-            threshold: cfg.threshold,
             loads: vec![initial; n_pus],
             given: vec![false; n_pus],
             in_flight: vec![false; n_pus],
@@ -143,7 +139,7 @@ impl Acosta {
         let mut b = Acosta::new(previous.n(), total, cfg)?;
         let powers = &previous.powers;
         if powers.len() == b.n() && powers.iter().any(|&p| p > 0.0) {
-            let slice = total.div_ceil(b.iterations as u64 + 1);
+            let slice = total.div_ceil(b.cfg.iterations as u64 + 1);
             if let Ok(loads) = round_by_rates(powers, slice) {
                 b.loads = loads;
             }
@@ -178,44 +174,43 @@ impl Acosta {
             return;
         }
         let n = self.n();
-        let left = (self.iterations.saturating_sub(self.done_iterations)).max(1) as u64;
+        let left = (self.cfg.iterations.saturating_sub(self.done_iterations)).max(1) as u64;
         let slice = remaining.div_ceil(left);
         let loads: Vec<f64> = self.taken.iter().map(|&l| l as f64).collect();
+        // Whether this iteration measured every PU's power.
+        let mut measured = true;
         for (p, (&l, &t)) in loads.iter().zip(&self.times).enumerate() {
             if l > 0.0 && t > 0.0 && t.is_finite() {
                 self.powers[p] = l / t;
+            } else {
+                measured = false;
             }
         }
         let tmax = self.times.iter().copied().fold(0.0, f64::max);
-        let rebalances_before = self.stats.rebalances;
-        let weights = match acosta_step(&loads, &self.times, slice as f64, self.threshold * tmax) {
-            Ok(step) => {
-                if step.rebalance {
-                    self.stats.rebalances += 1;
-                } else {
-                    self.stats.kept += 1;
+        let threshold_s = self.cfg.threshold * tmax;
+        let (weights, rebalanced) =
+            match acosta_step(&loads, &self.times, slice as f64, threshold_s) {
+                Ok(step) => {
+                    if step.rebalance {
+                        self.stats.rebalances += 1;
+                    } else {
+                        self.stats.kept += 1;
+                    }
+                    // Kept loads are rescaled to this iteration's slice.
+                    (step.loads, step.rebalance)
                 }
-                // Kept loads are rescaled to this iteration's slice.
-                step.loads
-            }
-            Err(_) => {
-                self.stats.fallbacks += 1;
-                vec![1.0; n]
-            }
-        };
-        // Loads proportional to the relative powers, rounded to whole units
-        // for the earliest end of the iteration (see `round_by_rates`),
-        // when this iteration measured every PU's power.
-        let measured = loads
-            .iter()
-            .zip(&self.times)
-            .all(|(&l, &t)| l > 0.0 && t > 0.0 && t.is_finite());
-        let by_power = round_by_rates(&self.powers, slice)
-            .ok()
-            .filter(|_| measured);
-        let rebalanced = self.stats.rebalances > rebalances_before;
+                Err(_) => {
+                    self.stats.fallbacks += 1;
+                    (vec![1.0; n], false)
+                }
+            };
+        // Rebalanced loads are proportional to the powers just measured:
+        // rounded to whole units for the earliest end of the iteration
+        // (see `round_by_rates`).
+        let by_power = (rebalanced && measured)
+            .then(|| round_by_rates(&self.powers, slice).ok())
+            .flatten();
         self.loads = by_power
-            .filter(|_| rebalanced)
             .map_or_else(|| round_to_units(&weights, slice, &vec![0; n]), Ok)
             .or_else(|_| round_to_units(&vec![1.0; n], slice, &vec![0; n]))
             .unwrap_or_else(|_| vec![slice.div_ceil(n as u64); n]);
@@ -243,7 +238,7 @@ impl Balancer for Acosta {
             return Decision::Wait;
         }
         // The last iteration takes whatever its rounding left behind.
-        let last = self.done_iterations >= self.iterations;
+        let last = self.done_iterations >= self.cfg.iterations;
         let mut len = self.loads[pu];
         if last && self.given.iter().enumerate().all(|(q, &g)| g || q == pu) {
             len = self.pool.remaining();

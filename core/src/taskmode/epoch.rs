@@ -456,8 +456,12 @@ impl<T> Epoch<T> {
             .pus
             .iter()
             .enumerate()
-            .filter(|(v, pu)| *v != t && pu.group.len() + pu.outstanding >= 2 && pu.ran > 0)
-            .filter(|(_, pu)| !pu.group.is_empty())
+            .filter(|(v, pu)| {
+                *v != t
+                    && !pu.group.is_empty()
+                    && pu.group.len() + pu.outstanding >= 2
+                    && pu.ran > 0
+            })
             .map(|(v, pu)| (v, pu.group.len() as f64 * pu.ran_s / pu.ran as f64))
             .filter(|&(_, reach_s)| thief_s < reach_s)
             .max_by(|a, b| a.1.total_cmp(&b.1))?;
