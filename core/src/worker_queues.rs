@@ -32,8 +32,11 @@ struct Entry<I> {
     est_s: f64,
 }
 
+/// One worker's queue and its `dmda` bookkeeping. The task-graph policies
+/// keep one per worker behind the worker's own lock ([`QueueSet`]); task
+/// mode keeps them all in one [`WorkerQueues`].
 #[derive(Debug)]
-struct WorkerQueue<I> {
+pub struct WorkerQueue<I> {
     items: VecDeque<Entry<I>>,
     /// Expected length: predicted seconds of the queued tasks.
     queued_s: f64,
@@ -45,6 +48,8 @@ struct WorkerQueue<I> {
     /// The tasks it runs: (id when the caller gives one, predicted
     /// seconds).
     running: VecDeque<(Option<usize>, f64)>,
+    /// Tasks it has started (popped or stolen) so far.
+    starts: u64,
 }
 
 impl<I> Default for WorkerQueue<I> {
@@ -55,29 +60,8 @@ impl<I> Default for WorkerQueue<I> {
             reserved_s: 0.0,
             busy_until: 0.0,
             running: VecDeque::new(),
+            starts: 0,
         }
-    }
-}
-
-impl<I> WorkerQueue<I> {
-    /// Expected start of the queue at `now`.
-    fn start(&self, now: f64) -> f64 {
-        if self.running.is_empty() {
-            now
-        } else {
-            self.busy_until.max(now)
-        }
-    }
-
-    fn remove(&mut self, i: usize) -> Option<(I, f64)> {
-        let e = self.items.remove(i)?;
-        // Exactly 0 when empty: no drift of the sum.
-        self.queued_s = if self.items.is_empty() {
-            0.0
-        } else {
-            (self.queued_s - e.est_s).max(0.0)
-        };
-        Some((e.item, e.est_s))
     }
 }
 
@@ -100,16 +84,303 @@ pub struct Ahead {
     pub end_s: f64,
 }
 
-/// Every worker's queue, indexed by worker id.
+/// A finite, non-negative prediction (anything else counts as 0).
+fn clean(s: f64) -> f64 {
+    if s.is_finite() { s.max(0.0) } else { 0.0 }
+}
+
+impl<I> WorkerQueue<I> {
+    /// Expected start of the queue at `now`.
+    fn start(&self, now: f64) -> f64 {
+        if self.running.is_empty() {
+            now
+        } else {
+            self.busy_until.max(now)
+        }
+    }
+
+    fn remove(&mut self, i: usize) -> Option<(I, f64)> {
+        let e = self.items.remove(i)?;
+        // Exactly 0 when empty: no drift of the sum.
+        self.queued_s = if self.items.is_empty() {
+            0.0
+        } else {
+            (self.queued_s - e.est_s).max(0.0)
+        };
+        Some((e.item, e.est_s))
+    }
+
+    /// Tasks queued.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether no task is queued.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Tasks started so far (popped or stolen by this worker).
+    pub fn starts(&self) -> u64 {
+        self.starts
+    }
+
+    /// Seconds from `now` until the worker is predicted done with what it
+    /// runs.
+    pub fn running_left_s(&self, now: f64) -> f64 {
+        self.start(now) - now
+    }
+
+    /// Seconds from `now` until the running, reserved and queued work is
+    /// predicted done (expected end minus now).
+    pub fn load_s(&self, now: f64) -> f64 {
+        self.start(now) - now + self.reserved_s + self.queued_s
+    }
+
+    /// Seconds from `now` a task of `priority` queued here would wait: the
+    /// running work, the reservations and the queued tasks of higher or
+    /// equal priority (`dmdas`' expected length per priority; O(1) unless
+    /// the task would jump ahead of some).
+    pub fn ahead_of_s(&self, priority: i32, now: f64) -> f64 {
+        let queued = match self.items.back() {
+            Some(last) if last.priority < priority => self
+                .items
+                .iter()
+                .take_while(|e| e.priority >= priority)
+                .map(|e| e.est_s)
+                .sum(),
+            _ => self.queued_s,
+        };
+        self.start(now) - now + self.reserved_s + queued
+    }
+
+    /// Queued seconds by priority (highest first).
+    pub fn queued_by_priority(&self) -> Vec<(i32, f64)> {
+        let mut out: Vec<(i32, f64)> = Vec::new();
+        for e in &self.items {
+            match out.last_mut() {
+                Some(last) if last.0 == e.priority => last.1 += e.est_s,
+                _ => out.push((e.priority, e.est_s)),
+            }
+        }
+        out
+    }
+
+    /// Queues `item` of `priority`, predicted to take `est_s` seconds here,
+    /// after the tasks of higher or equal priority.
+    pub fn push(&mut self, item: I, priority: i32, est_s: f64) {
+        let est_s = clean(est_s);
+        self.queued_s += est_s;
+        let at = self
+            .items
+            .iter()
+            .rposition(|e| e.priority >= priority)
+            .map_or(0, |i| i + 1);
+        self.items.insert(
+            at,
+            Entry {
+                item,
+                priority,
+                est_s,
+            },
+        );
+    }
+
+    /// Counts `est_s` seconds placed here and not queued yet.
+    pub fn reserve(&mut self, est_s: f64) {
+        self.reserved_s += clean(est_s);
+    }
+
+    /// A reservation of [`WorkerQueue::reserve`] ended.
+    pub fn unreserve(&mut self, est_s: f64) {
+        self.reserved_s = (self.reserved_s - clean(est_s)).max(0.0);
+    }
+
+    /// The next task: among the first [`READY_LOOKAHEAD`] tasks of the
+    /// head's priority, the first `prefer` accepts, else the head. Returns
+    /// it with its prediction.
+    pub fn pop(&mut self, prefer: impl Fn(&I) -> bool) -> Option<(I, f64)> {
+        let head = self.items.front()?.priority;
+        let i = self
+            .items
+            .iter()
+            .take(READY_LOOKAHEAD)
+            .take_while(|e| e.priority == head)
+            .position(|e| prefer(&e.item))
+            .unwrap_or(0);
+        self.remove(i)
+    }
+
+    /// The first task for which `pick` gives a value, with its prediction
+    /// and that value.
+    pub fn take_first<R>(&mut self, mut pick: impl FnMut(&I) -> Option<R>) -> Option<(I, f64, R)> {
+        let (i, r) = self
+            .items
+            .iter()
+            .enumerate()
+            .find_map(|(i, e)| pick(&e.item).map(|r| (i, r)))?;
+        let (item, est) = self.remove(i)?;
+        Some((item, est, r))
+    }
+
+    /// A thief takes from this queue (at `now`) the first task for which
+    /// `gains(task, ahead)` gives a value ([`Ahead`]: how long this worker
+    /// would take to get it done). Returns the task, its prediction here
+    /// and the value.
+    pub fn steal_one<R>(
+        &mut self,
+        now: f64,
+        mut gains: impl FnMut(&I, Ahead) -> Option<R>,
+    ) -> Option<(I, f64, R)> {
+        let before = self.start(now) - now + self.reserved_s;
+        let mut queued_s = 0.0;
+        let (i, r) = self.items.iter().enumerate().find_map(|(i, e)| {
+            queued_s += e.est_s;
+            let ahead = Ahead {
+                queued_s,
+                end_s: before + queued_s,
+            };
+            gains(&e.item, ahead).map(|r| (i, r))
+        })?;
+        let (item, est) = self.remove(i)?;
+        Some((item, est, r))
+    }
+
+    /// The worker started a task (`id`, when the caller tracks ids)
+    /// predicted to take `est_s` seconds at `now`.
+    pub fn started(&mut self, id: Option<usize>, est_s: f64, now: f64) {
+        let est_s = clean(est_s);
+        self.busy_until = self.start(now) + est_s;
+        if self.running.len() >= RUNNING_CAP {
+            self.running.pop_front();
+        }
+        self.running.push_back((id, est_s));
+        self.starts += 1;
+    }
+
+    /// The worker finished a task at `now`: the one of `id`, or without an
+    /// id its oldest. Once it runs nothing its expected start is now
+    /// (early or late, the prediction is replaced by the fact). A task it
+    /// is not known to run is ignored.
+    pub fn finished(&mut self, id: Option<usize>, now: f64) {
+        let i = match id {
+            Some(id) => self.running.iter().position(|&(x, _)| x == Some(id)),
+            None => (!self.running.is_empty()).then_some(0),
+        };
+        let Some(i) = i else { return };
+        self.running.remove(i);
+        if self.running.is_empty() {
+            self.busy_until = now;
+        }
+    }
+
+    /// The worker is about to start a task while tasks it started are not
+    /// reported done: for a worker that runs one task at a time (a CPU
+    /// worker), those reports were lost (StarPU skips the post-execution
+    /// hook of its internal tasks), so they are forgotten and its queue
+    /// starts at `now`. Without this its expected start would run ahead of
+    /// the clock by every lost task's prediction.
+    pub fn forget_running(&mut self, now: f64) {
+        if !self.running.is_empty() {
+            self.running.clear();
+            self.busy_until = now;
+        }
+    }
+
+    /// Tasks it runs (started, completion not reported yet).
+    #[cfg(test)]
+    fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    /// Takes every queued task and forgets what it runs and what was
+    /// reserved for it (a worker leaving).
+    pub fn take_all(&mut self) -> Vec<(I, f64)> {
+        self.queued_s = 0.0;
+        self.reserved_s = 0.0;
+        self.running.clear();
+        self.items.drain(..).map(|e| (e.item, e.est_s)).collect()
+    }
+}
+
+/// Per-worker queues reached one worker at a time (the task-graph
+/// policies' adapter: one lock per worker). `with` runs `f` on `worker`'s
+/// queue (`None`: no queue for that id); `held` counts the tasks queued
+/// over every worker.
+pub trait QueueSet<I> {
+    /// Runs `f` on `worker`'s queue alone.
+    fn with<R>(&self, worker: usize, f: impl FnOnce(&mut WorkerQueue<I>) -> R) -> Option<R>;
+    /// Tasks queued over every worker.
+    fn held(&self) -> usize;
+}
+
+/// Queues of one owner that reaches them one at a time without locks
+/// (tests, simulations): the single-threaded [`QueueSet`].
+#[derive(Debug)]
+pub struct PlainQueues<I> {
+    queues: Vec<std::cell::RefCell<WorkerQueue<I>>>,
+    held: std::cell::Cell<usize>,
+}
+
+impl<I> PlainQueues<I> {
+    /// Queues for worker ids `0..n`.
+    pub fn new(n: usize) -> Self {
+        PlainQueues {
+            queues: (0..n).map(|_| Default::default()).collect(),
+            held: std::cell::Cell::new(0),
+        }
+    }
+}
+
+impl<I> QueueSet<I> for PlainQueues<I> {
+    fn with<R>(&self, worker: usize, f: impl FnOnce(&mut WorkerQueue<I>) -> R) -> Option<R> {
+        let mut q = self.queues.get(worker)?.borrow_mut();
+        let before = q.len();
+        let r = f(&mut q);
+        self.held.set(self.held.get() + q.len() - before);
+        Some(r)
+    }
+    fn held(&self) -> usize {
+        self.held.get()
+    }
+}
+
+/// `thief` (idle at `now`) steals from the queues of `victims` (ids; the
+/// thief's own is skipped), latest expected end first, each queue reached
+/// alone ([`WorkerQueue::steal_one`]). Returns the victim, the task, its
+/// prediction there and the value `gains` gave.
+pub fn steal_latest_end<I, R>(
+    queues: &impl QueueSet<I>,
+    victims: impl IntoIterator<Item = usize>,
+    thief: usize,
+    now: f64,
+    mut gains: impl FnMut(usize, &I, Ahead) -> Option<R>,
+) -> Option<(usize, I, f64, R)> {
+    let mut order: Vec<(usize, f64)> = victims
+        .into_iter()
+        .filter(|&v| v != thief)
+        .filter_map(|v| {
+            queues
+                .with(v, |q| (!q.is_empty()).then(|| q.load_s(now)))
+                .flatten()
+                .map(|l| (v, l))
+        })
+        .collect();
+    order.sort_by(|a, b| b.1.total_cmp(&a.1));
+    order.into_iter().find_map(|(v, _)| {
+        queues
+            .with(v, |q| q.steal_one(now, |item, ahead| gains(v, item, ahead)))
+            .flatten()
+            .map(|(item, est, r)| (v, item, est, r))
+    })
+}
+
+/// Every worker's queue, indexed by worker id, in one owner (task mode's
+/// fallback queues, under its one lock).
 #[derive(Debug)]
 pub struct WorkerQueues<I> {
     queues: Vec<WorkerQueue<I>>,
     held: usize,
-}
-
-/// A finite, non-negative prediction (anything else counts as 0).
-fn clean(s: f64) -> f64 {
-    if s.is_finite() { s.max(0.0) } else { 0.0 }
 }
 
 impl<I> WorkerQueues<I> {
@@ -145,59 +416,35 @@ impl<I> WorkerQueues<I> {
 
     /// Tasks queued on `worker`.
     pub fn queued(&self, worker: usize) -> usize {
-        self.queues.get(worker).map_or(0, |q| q.items.len())
+        self.queues.get(worker).map_or(0, |q| q.len())
     }
 
     /// Seconds from `now` until `worker` is predicted done with what it
     /// runs.
     pub fn running_left_s(&self, worker: usize, now: f64) -> f64 {
-        self.queues.get(worker).map_or(0.0, |q| q.start(now) - now)
+        self.queues
+            .get(worker)
+            .map_or(0.0, |q| q.running_left_s(now))
     }
 
     /// Seconds from `now` until `worker`'s running, reserved and queued
     /// work is predicted done (expected end minus now).
     pub fn load_s(&self, worker: usize, now: f64) -> f64 {
-        self.queues
-            .get(worker)
-            .map_or(0.0, |q| q.start(now) - now + q.reserved_s + q.queued_s)
+        self.queues.get(worker).map_or(0.0, |q| q.load_s(now))
     }
 
-    /// Seconds from `now` a task of `priority` queued on `worker` would
-    /// wait: the running work, the reservations and the queued tasks of
-    /// higher or equal priority (`dmdas`' expected length per priority;
-    /// O(1) unless the task would jump ahead of some).
+    /// See [`WorkerQueue::ahead_of_s`].
     pub fn ahead_of_s(&self, worker: usize, priority: i32, now: f64) -> f64 {
-        let Some(q) = self.queues.get(worker) else {
-            return 0.0;
-        };
-        let queued = match q.items.back() {
-            Some(last) if last.priority < priority => q
-                .items
-                .iter()
-                .take_while(|e| e.priority >= priority)
-                .map(|e| e.est_s)
-                .sum(),
-            _ => q.queued_s,
-        };
-        q.start(now) - now + q.reserved_s + queued
+        self.queues
+            .get(worker)
+            .map_or(0.0, |q| q.ahead_of_s(priority, now))
     }
 
     /// `worker`'s queued seconds by priority (highest first).
     pub fn queued_by_priority(&self, worker: usize) -> Vec<(i32, f64)> {
-        let mut out: Vec<(i32, f64)> = Vec::new();
-        for e in self
-            .queues
+        self.queues
             .get(worker)
-            .map(|q| q.items.iter())
-            .into_iter()
-            .flatten()
-        {
-            match out.last_mut() {
-                Some(last) if last.0 == e.priority => last.1 += e.est_s,
-                _ => out.push((e.priority, e.est_s)),
-            }
-        }
-        out
+            .map_or_else(Vec::new, |q| q.queued_by_priority())
     }
 
     /// Queues `item` of `priority` on `worker`, where it is predicted to
@@ -207,21 +454,7 @@ impl<I> WorkerQueues<I> {
         let Some(q) = self.queues.get_mut(worker) else {
             return Err(item);
         };
-        let est_s = clean(est_s);
-        q.queued_s += est_s;
-        let at = q
-            .items
-            .iter()
-            .rposition(|e| e.priority >= priority)
-            .map_or(0, |i| i + 1);
-        q.items.insert(
-            at,
-            Entry {
-                item,
-                priority,
-                est_s,
-            },
-        );
+        q.push(item, priority, est_s);
         self.held += 1;
         Ok(())
     }
@@ -229,7 +462,7 @@ impl<I> WorkerQueues<I> {
     /// Counts `est_s` seconds placed on `worker` and not queued yet.
     pub fn reserve(&mut self, worker: usize, est_s: f64) {
         if let Some(q) = self.queues.get_mut(worker) {
-            q.reserved_s += clean(est_s);
+            q.reserve(est_s);
         }
     }
 
@@ -237,24 +470,13 @@ impl<I> WorkerQueues<I> {
     /// elsewhere).
     pub fn unreserve(&mut self, worker: usize, est_s: f64) {
         if let Some(q) = self.queues.get_mut(worker) {
-            q.reserved_s = (q.reserved_s - clean(est_s)).max(0.0);
+            q.unreserve(est_s);
         }
     }
 
-    /// `worker`'s next task: among the first [`READY_LOOKAHEAD`] tasks of
-    /// the head's priority, the first `prefer` accepts, else the head.
-    /// Returns it with its prediction.
+    /// `worker`'s next task ([`WorkerQueue::pop`]).
     pub fn pop(&mut self, worker: usize, prefer: impl Fn(&I) -> bool) -> Option<(I, f64)> {
-        let q = self.queues.get_mut(worker)?;
-        let head = q.items.front()?.priority;
-        let i = q
-            .items
-            .iter()
-            .take(READY_LOOKAHEAD)
-            .take_while(|e| e.priority == head)
-            .position(|e| prefer(&e.item))
-            .unwrap_or(0);
-        let got = q.remove(i)?;
+        let got = self.queues.get_mut(worker)?.pop(prefer)?;
         self.held -= 1;
         Some(got)
     }
@@ -264,17 +486,11 @@ impl<I> WorkerQueues<I> {
     pub fn take_first<R>(
         &mut self,
         worker: usize,
-        mut pick: impl FnMut(&I) -> Option<R>,
+        pick: impl FnMut(&I) -> Option<R>,
     ) -> Option<(I, f64, R)> {
-        let q = self.queues.get_mut(worker)?;
-        let (i, r) = q
-            .items
-            .iter()
-            .enumerate()
-            .find_map(|(i, e)| pick(&e.item).map(|r| (i, r)))?;
-        let (item, est) = q.remove(i)?;
+        let got = self.queues.get_mut(worker)?.take_first(pick)?;
         self.held -= 1;
-        Some((item, est, r))
+        Some(got)
     }
 
     /// `thief` (idle at `now`) steals: victims with queued tasks in
@@ -290,30 +506,20 @@ impl<I> WorkerQueues<I> {
         mut gains: impl FnMut(usize, &I, Ahead) -> Option<R>,
     ) -> Option<(usize, I, f64, R)> {
         let mut victims: Vec<usize> = (0..self.queues.len())
-            .filter(|&v| v != thief && !self.queues[v].items.is_empty())
+            .filter(|&v| v != thief && !self.queues[v].is_empty())
             .collect();
         match order {
             VictimOrder::LatestEnd => {
                 victims.sort_by(|&a, &b| self.load_s(b, now).total_cmp(&self.load_s(a, now)))
             }
             VictimOrder::LongestQueue => {
-                victims.sort_by_key(|&v| std::cmp::Reverse(self.queues[v].items.len()))
+                victims.sort_by_key(|&v| std::cmp::Reverse(self.queues[v].len()))
             }
         }
         for v in victims {
-            let q = &self.queues[v];
-            let before = q.start(now) - now + q.reserved_s;
-            let mut queued_s = 0.0;
-            let found = q.items.iter().enumerate().find_map(|(i, e)| {
-                queued_s += e.est_s;
-                let ahead = Ahead {
-                    queued_s,
-                    end_s: before + queued_s,
-                };
-                gains(v, &e.item, ahead).map(|r| (i, r))
-            });
-            if let Some((i, r)) = found {
-                let (item, est) = self.queues[v].remove(i)?;
+            if let Some((item, est, r)) =
+                self.queues[v].steal_one(now, |item, ahead| gains(v, item, ahead))
+            {
                 self.held -= 1;
                 return Some((v, item, est, r));
             }
@@ -321,58 +527,31 @@ impl<I> WorkerQueues<I> {
         None
     }
 
-    /// `worker` started a task (`id`, when the caller tracks ids)
-    /// predicted to take `est_s` seconds at `now`.
+    /// `worker` started a task ([`WorkerQueue::started`]).
     pub fn started(&mut self, worker: usize, id: Option<usize>, est_s: f64, now: f64) {
-        let Some(q) = self.queues.get_mut(worker) else {
-            return;
-        };
-        let est_s = clean(est_s);
-        q.busy_until = q.start(now) + est_s;
-        if q.running.len() >= RUNNING_CAP {
-            q.running.pop_front();
+        if let Some(q) = self.queues.get_mut(worker) {
+            q.started(id, est_s, now);
         }
-        q.running.push_back((id, est_s));
     }
 
-    /// `worker` finished a task at `now`: the one of `id`, or without an id
-    /// its oldest. Once it runs nothing its queue's expected start is now
-    /// (early or late, the prediction is replaced by the fact). A task it
-    /// is not known to run is ignored.
+    /// `worker` finished a task ([`WorkerQueue::finished`]).
     pub fn finished(&mut self, worker: usize, id: Option<usize>, now: f64) {
-        let Some(q) = self.queues.get_mut(worker) else {
-            return;
-        };
-        let i = match id {
-            Some(id) => q.running.iter().position(|&(x, _)| x == Some(id)),
-            None => (!q.running.is_empty()).then_some(0),
-        };
-        let Some(i) = i else { return };
-        q.running.remove(i);
-        if q.running.is_empty() {
-            q.busy_until = now;
+        if let Some(q) = self.queues.get_mut(worker) {
+            q.finished(id, now);
         }
     }
 
-    /// `worker` is about to start a task while tasks it started are not
-    /// reported done: for a worker that runs one task at a time (a CPU
-    /// worker), those reports were lost (StarPU skips the post-execution
-    /// hook of its internal tasks), so they are forgotten and its queue
-    /// starts at `now`. Without this its expected start would run ahead of
-    /// the clock by every lost task's prediction.
+    /// See [`WorkerQueue::forget_running`].
     pub fn forget_running(&mut self, worker: usize, now: f64) {
-        if let Some(q) = self.queues.get_mut(worker)
-            && !q.running.is_empty()
-        {
-            q.running.clear();
-            q.busy_until = now;
+        if let Some(q) = self.queues.get_mut(worker) {
+            q.forget_running(now);
         }
     }
 
     /// Tasks `worker` runs (started, completion not reported yet).
     #[cfg(test)]
     fn running(&self, worker: usize) -> usize {
-        self.queues.get(worker).map_or(0, |q| q.running.len())
+        self.queues.get(worker).map_or(0, |q| q.running())
     }
 
     /// Takes every task of `worker`'s queue and forgets what it runs and
@@ -381,10 +560,7 @@ impl<I> WorkerQueues<I> {
         let Some(q) = self.queues.get_mut(worker) else {
             return Vec::new();
         };
-        q.queued_s = 0.0;
-        q.reserved_s = 0.0;
-        q.running.clear();
-        let out: Vec<(I, f64)> = q.items.drain(..).map(|e| (e.item, e.est_s)).collect();
+        let out = q.take_all();
         self.held -= out.len();
         out
     }

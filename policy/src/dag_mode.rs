@@ -9,7 +9,10 @@
 //!
 //! * **push**: the task joins the ready list (one short lock); an idle
 //!   worker is woken to place it.
-//! * **pop**: the scheduler's locked steps ([`GraphSched::pop_step`]). A
+//! * **pop**: when no batch waits to be placed, first the worker's own
+//!   line alone ([`pop_own`], under that line's lock only: the common
+//!   pop, as `dmda`'s per-worker queues). Otherwise, or on an empty line,
+//!   the scheduler's locked steps ([`GraphSched::pop_step`]). A
 //!   step may hand out a batch: *without* the lock the worker asks StarPU
 //!   which workers can run each task and where its data is (transfer
 //!   times from StarPU's sampled bus model, bytes written per memory node),
@@ -34,25 +37,36 @@
 //!
 //! # Locks
 //!
-//! `state` (the scheduler) is what push and pop take; `models` is taken
+//! `state` (the scheduler: ready list, deferred tasks, members) is what
+//! push and the pop's steps take; each worker's line has its own lock
+//! (`lines`), taken alone by its worker's first try and, under `state`,
+//! one line at a time by the steps (queueing a placed batch, reading
+//! expected ends, stealing, a worker leaving). Tasks join a line only
+//! under `state`, and a worker marks itself idle only under `state`, so a
+//! pop on its own line cannot lose a wake-up (checked by the interleaving
+//! tests, `core/tests/interleavings/`). `models` is taken
 //! alone: by a placement (seeding a codelet's saved samples, installing
 //! their fits, predictions) and by `post_exec` (recording a sample,
 //! installing a refit); the models file is read at the first placement,
 //! before the models lock is taken to install it. No placement, fit, file
-//! I/O or StarPU call that may call back runs under either lock: under `state` only plain queries (whether a
-//! task's input is on a node, at pop). Whom to wake is decided by the
+//! I/O or StarPU call that may call back runs under any of these locks:
+//! under `state` and a line's only plain queries (whether a task's input
+//! is on a node, at pop). Whom to wake is decided by the
 //! scheduler under `state` (`plb_core::sleepers`); the adapter wakes them
 //! after releasing it.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use plb_core::balance::WorkerKind;
 use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
-use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep};
+use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
+use plb_core::dag::lines::{Line, Placed};
 use plb_core::fit::FitConfig;
 use plb_core::taskmode::placement::RefitJob;
+use plb_core::worker_queues::{QueueSet, WorkerQueue};
 
 use crate::catalog::PolicyInfo;
 use crate::gauges::Gauges;
@@ -99,11 +113,52 @@ struct Models {
     persisted: Persisted,
 }
 
+/// Each worker's line behind its own lock, and how many tasks they hold
+/// together.
+struct LockedLines {
+    lines: Box<[Mutex<Line<Task>>]>,
+    held: AtomicUsize,
+}
+
+impl LockedLines {
+    fn new(n: usize) -> LockedLines {
+        LockedLines {
+            lines: (0..n).map(|_| Mutex::new(WorkerQueue::default())).collect(),
+            held: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl QueueSet<Placed<Task>> for LockedLines {
+    fn with<R>(&self, worker: usize, f: impl FnOnce(&mut Line<Task>) -> R) -> Option<R> {
+        let mut q = relaxed_lock(self.lines.get(worker)?);
+        let before = q.len();
+        let r = f(&mut q);
+        let after = q.len();
+        if after > before {
+            self.held.fetch_add(after - before, Ordering::AcqRel);
+        } else if before > after {
+            self.held.fetch_sub(before - after, Ordering::AcqRel);
+        }
+        Some(r)
+    }
+
+    fn held(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+}
+
 /// State of one scheduling context under a task-graph policy.
 pub struct DagPolicy {
     name: &'static str,
     method: Method,
     state: Mutex<GraphSched<Task>>,
+    lines: LockedLines,
+    /// [`GraphSched::placing_due`] as of the last release of `state`: a
+    /// pop tries its own line alone only when it is false.
+    due: AtomicBool,
+    /// Per worker id: a CPU worker (runs one task at a time).
+    cpu: Box<[AtomicBool]>,
     models: Mutex<Models>,
     /// Tasks held (ready and queued), members, idle flags, timers (batch
     /// placements and refits).
@@ -198,6 +253,24 @@ impl DagPolicy {
         decided
     }
 
+    /// What pops read without `state` (the caller holds it): the tasks it
+    /// holds, and whether a batch is due.
+    fn publish(&self, st: &GraphSched<Task>) {
+        self.g.queued.store(st.held(), Ordering::Release);
+        self.due.store(st.placing_due(), Ordering::Release);
+    }
+
+    /// Sets the popped task's implementation for `worker` and hands it on.
+    fn hand_over(&self, mut task: Task, worker: WorkerId, wake: Vec<WorkerId>) -> Popped {
+        if let Some(nimpl) = task.first_impl_on(worker) {
+            task.set_implementation(nimpl);
+        }
+        Popped {
+            task: Some(task),
+            wake,
+        }
+    }
+
     /// Brings the members in line with the context's (see
     /// [`SchedCtx::membership`]).
     fn sync_members(&self, ctx: SchedCtx) -> Vec<WorkerId> {
@@ -246,6 +319,9 @@ impl SchedPolicy for DagPolicy {
             name: info.name(),
             method,
             state: Mutex::new(GraphSched::new(n)),
+            lines: LockedLines::new(n),
+            due: AtomicBool::new(false),
+            cpu: (0..n).map(|_| AtomicBool::new(false)).collect(),
             models: Mutex::new(Models::default()),
             g: Gauges::new(n),
         }
@@ -264,18 +340,23 @@ impl SchedPolicy for DagPolicy {
                 node: id.memory_node(),
             })
             .collect();
+        for m in &joined {
+            if let Some(c) = self.cpu.get(m.id) {
+                c.store(m.kind == WorkerKind::Cpu, Ordering::Release);
+            }
+        }
         let mut st = relaxed_lock(&self.state);
         st.add_workers(&joined, &self.g.idle);
         self.g.members.store(st.members().len(), Ordering::Release);
-        self.g.queued.store(st.held(), Ordering::Release);
+        self.publish(&st);
     }
 
     fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) -> Vec<WorkerId> {
         let gone: Vec<usize> = workers.iter().map(|w| w.index()).collect();
         let mut st = relaxed_lock(&self.state);
-        let wake = st.remove_workers(&gone, &self.g.idle);
+        let wake = st.remove_workers(&gone, &self.lines, &self.g.idle);
         self.g.members.store(st.members().len(), Ordering::Release);
-        self.g.queued.store(st.held(), Ordering::Release);
+        self.publish(&st);
         drop(st);
         ids(wake)
     }
@@ -285,7 +366,7 @@ impl SchedPolicy for DagPolicy {
         let t0 = self.g.held.start();
         task.announce_pushed();
         let wake = st.push(task, &self.g.idle);
-        self.g.queued.store(st.held(), Ordering::Release);
+        self.publish(&st);
         self.g.held.stop(t0);
         drop(st);
         ids(wake)
@@ -298,18 +379,34 @@ impl SchedPolicy for DagPolicy {
             wake = self.sync_members(ctx);
         }
         if self.g.idle.is_idle(w)
-            || (self.g.queued.load(Ordering::Acquire) == 0 && !drivers_block())
+            || (self.g.queued.load(Ordering::Acquire) == 0
+                && self.lines.held() == 0
+                && !drivers_block())
         {
             return Popped { task: None, wake };
         }
         let node = worker.memory_node();
+        if !self.due.load(Ordering::Acquire) {
+            // The common pop: the worker's own line alone.
+            let cpu = self.cpu.get(w).is_some_and(|c| c.load(Ordering::Acquire));
+            let t0 = self.g.held.start();
+            let own = self
+                .lines
+                .with(w, |q| pop_own(q, cpu, node, now_s()))
+                .flatten();
+            self.g.held.stop(t0);
+            if let Some(task) = own {
+                return self.hand_over(task, worker, wake);
+            }
+        }
         let mut round = GraphRound::default();
         let mut back: Option<Decided<Task>> = None;
         let (task, woken) = loop {
             let mut st = relaxed_lock(&self.state);
             let t0 = self.g.held.start();
-            let step = st.pop_step(w, node, now_s(), &self.g.idle, &mut round, back.take());
-            self.g.queued.store(st.held(), Ordering::Release);
+            let (idle, lines) = (&self.g.idle, &self.lines);
+            let step = st.pop_step(w, node, now_s(), idle, &mut round, back.take(), lines);
+            self.publish(&st);
             self.g.held.stop(t0);
             drop(st);
             match step {
@@ -338,15 +435,9 @@ impl SchedPolicy for DagPolicy {
             }
         };
         wake.extend(ids(woken));
-        let Some(mut task) = task else {
-            return Popped { task: None, wake };
-        };
-        if let Some(nimpl) = task.first_impl_on(worker) {
-            task.set_implementation(nimpl);
-        }
-        Popped {
-            task: Some(task),
-            wake,
+        match task {
+            Some(task) => self.hand_over(task, worker, wake),
+            None => Popped { task: None, wake },
         }
     }
 
@@ -361,7 +452,7 @@ impl SchedPolicy for DagPolicy {
         let w = worker.index();
         let kind = {
             let mut st = relaxed_lock(&self.state);
-            st.finished(w, task.addr(), now);
+            st.finished(w, task.addr(), now, &self.lines);
             st.kind_of(w)
         };
         let Some(secs) = ran_s.filter(|s| s.is_finite() && *s > 0.0) else {
@@ -389,7 +480,7 @@ impl SchedPolicy for DagPolicy {
         // A new prediction: tasks deferred for it are placed again.
         let mut st = relaxed_lock(&self.state);
         let wake = st.model_learned(&self.g.idle);
-        self.g.queued.store(st.held(), Ordering::Release);
+        self.publish(&st);
         drop(st);
         ids(wake)
     }
@@ -412,7 +503,8 @@ impl SchedPolicy for DagPolicy {
 
     fn drain(&self) -> Vec<Task> {
         let mut st = relaxed_lock(&self.state);
-        self.g.queued.store(0, Ordering::Release);
-        st.drain()
+        let out = st.drain(&self.lines);
+        self.publish(&st);
+        out
     }
 }

@@ -6,7 +6,10 @@
 //!
 //! * **push**: the task joins the ready list; one idle worker is woken to
 //!   place it, unless a worker is placing a batch (it will look again).
-//! * **pop**: a worker first takes the ready list as a batch (at most
+//! * **pop**: with no batch due, a worker takes its own line's next task
+//!   holding that line alone ([`pop_own`]; each line is the caller's,
+//!   behind its own lock in the adapter). Otherwise, or on an empty line,
+//!   the locked steps: a worker first takes the ready list as a batch (at most
 //!   [`BATCH_MAX`] tasks) if no other worker is placing one, places it
 //!   without the lock and installs it on the workers' lines (waking the
 //!   idle workers that got tasks), up to [`ACTIVATIONS_PER_POP`] times;
@@ -22,9 +25,10 @@
 use std::collections::VecDeque;
 
 use super::decide::{Batch, Decided, GraphTask, Member};
-use super::lines::Lines;
+use super::lines::{Line, Placed, steal_placed};
 use crate::balance::WorkerKind;
 use crate::sleepers::Sleepers;
+use crate::worker_queues::QueueSet;
 
 /// Most ready tasks one activation places (the rest wait for the next).
 pub const BATCH_MAX: usize = 512;
@@ -32,10 +36,14 @@ pub const BATCH_MAX: usize = 512;
 /// Activations one pop runs back to back while tasks keep arriving.
 pub const ACTIVATIONS_PER_POP: usize = 4;
 
-/// One scheduling context under a task-graph policy.
+/// One scheduling context under a task-graph policy: everything but the
+/// workers' lines, which the caller keeps apart ([`QueueSet`]: the StarPU
+/// adapter locks each worker's line on its own) and passes to each call.
+/// Tasks are added to a line only by calls on this scheduler (under its
+/// lock in the adapter); a worker may take its own line's next task with
+/// [`pop_own`] holding its line alone.
 pub struct GraphSched<T> {
     ready: VecDeque<T>,
-    lines: Lines<T>,
     members: Vec<Member>,
     /// A worker is placing a batch (taken out of `ready`).
     activating: bool,
@@ -51,12 +59,12 @@ pub struct GraphSched<T> {
     kinds: Vec<Option<WorkerKind>>,
     /// Tasks completed so far.
     completions: u64,
-    /// Per worker id: `completions + 1` when it last released waiting
-    /// tasks while dry, 0 once it got a task since. It does not release
-    /// again until a task completes or it gets one (that would only defer
+    /// Per worker id: `completions + 1` and the tasks its line had started
+    /// when it last released waiting tasks while dry. It does not release
+    /// again until a task completes or it starts one (that would only defer
     /// them again: a dry worker of a kind still in training otherwise
     /// spins through the same tasks until its sample arrives).
-    released_at: Vec<u64>,
+    released_at: Vec<(u64, u64)>,
     rotate: usize,
 }
 
@@ -85,7 +93,6 @@ impl<T: GraphTask> GraphSched<T> {
     pub fn new(max_workers: usize) -> GraphSched<T> {
         GraphSched {
             ready: VecDeque::new(),
-            lines: Lines::new(max_workers),
             members: Vec::new(),
             activating: false,
             stranded: Vec::new(),
@@ -93,15 +100,22 @@ impl<T: GraphTask> GraphSched<T> {
             deferrals: 0,
             kinds: vec![None; max_workers],
             completions: 0,
-            released_at: vec![0; max_workers],
+            released_at: vec![(0, 0); max_workers],
             rotate: 0,
         }
     }
 
-    /// Tasks held (ready, deferred, queued on lines; not the stranded
-    /// ones).
+    /// Tasks held here (ready and deferred; not the stranded ones, not
+    /// those queued on lines).
     pub fn held(&self) -> usize {
-        self.ready.len() + self.waiting.len() + self.lines.held()
+        self.ready.len() + self.waiting.len()
+    }
+
+    /// A batch waits to be placed and nobody places one: a pop must take
+    /// the scheduler's lock ([`GraphSched::pop_step`]) rather than only
+    /// its line ([`pop_own`]).
+    pub fn placing_due(&self) -> bool {
+        !self.ready.is_empty() && !self.activating && !self.members.is_empty()
     }
 
     /// Tasks deferred so far (see [`super::decide::decide`]).
@@ -133,12 +147,6 @@ impl<T: GraphTask> GraphSched<T> {
         &self.members
     }
 
-    /// When `worker` is expected to be done with what it runs and what is
-    /// queued on its line (never before `now`).
-    pub fn expected_end_s(&self, worker: usize, now: f64) -> f64 {
-        now + self.lines.load_s(worker, now).max(0.0)
-    }
-
     /// Workers joined: they start awake; stranded tasks are offered again.
     pub fn add_workers(&mut self, joined: &[Member], sleepers: &Sleepers) {
         for m in joined {
@@ -147,7 +155,7 @@ impl<T: GraphTask> GraphSched<T> {
             }
             if m.id >= self.kinds.len() {
                 self.kinds.resize(m.id + 1, None);
-                self.released_at.resize(m.id + 1, 0);
+                self.released_at.resize(m.id + 1, (0, 0));
             }
             self.kinds[m.id] = Some(m.kind);
             sleepers.take(m.id);
@@ -158,14 +166,19 @@ impl<T: GraphTask> GraphSched<T> {
 
     /// Workers left: their queued tasks go back to the ready list; returns
     /// one idle worker to wake (it places them).
-    pub fn remove_workers(&mut self, workers: &[usize], sleepers: &Sleepers) -> Vec<usize> {
+    pub fn remove_workers(
+        &mut self,
+        workers: &[usize],
+        lines: &impl QueueSet<Placed<T>>,
+        sleepers: &Sleepers,
+    ) -> Vec<usize> {
         self.members.retain(|m| !workers.contains(&m.id));
         for &w in workers {
             if let Some(k) = self.kinds.get_mut(w) {
                 *k = None;
             }
-            let back = self.lines.take_queue(w).into_iter().map(|(p, _)| p.task);
-            self.ready.extend(back);
+            let back = lines.with(w, |q| q.take_all()).unwrap_or_default();
+            self.ready.extend(back.into_iter().map(|(p, _)| p.task));
         }
         // The kinds the deferred tasks waited for may have left.
         self.release_waiting(self.waiting.len());
@@ -195,35 +208,45 @@ impl<T: GraphTask> GraphSched<T> {
     }
 
     /// Takes a batch to place if one is ready and nobody places one.
-    fn take_batch(&mut self, now: f64) -> Option<Batch<T>> {
-        if self.activating || self.ready.is_empty() || self.members.is_empty() {
+    fn take_batch(&mut self, now: f64, lines: &impl QueueSet<Placed<T>>) -> Option<Batch<T>> {
+        if !self.placing_due() {
             return None;
         }
         self.activating = true;
         let n = self.ready.len().min(BATCH_MAX);
         let tasks: Vec<T> = self.ready.drain(..n).collect();
         self.rotate = self.rotate.wrapping_add(1);
-        let lines = &self.lines;
+        let k = self.members.len();
+        let (mut loads, mut queued, mut by_priority) = (
+            Vec::with_capacity(k),
+            Vec::with_capacity(k),
+            Vec::with_capacity(k),
+        );
+        for m in &self.members {
+            let (l, n, p) = lines
+                .with(m.id, |q| (q.load_s(now), q.len(), q.queued_by_priority()))
+                .unwrap_or_default();
+            loads.push(l);
+            queued.push(n);
+            by_priority.push(p);
+        }
         Some(Batch {
             tasks,
-            loads: self
-                .members
-                .iter()
-                .map(|m| lines.load_s(m.id, now))
-                .collect(),
-            queued: self.members.iter().map(|m| lines.queued(m.id)).collect(),
-            by_priority: self
-                .members
-                .iter()
-                .map(|m| lines.queued_by_priority(m.id))
-                .collect(),
+            loads,
+            queued,
+            by_priority,
             members: self.members.clone(),
             rotate: self.rotate,
         })
     }
 
     /// Queues a placed batch; returns the idle workers that got a task.
-    fn install(&mut self, decided: Decided<T>, sleepers: &Sleepers) -> Vec<usize> {
+    fn install(
+        &mut self,
+        decided: Decided<T>,
+        lines: &impl QueueSet<Placed<T>>,
+        sleepers: &Sleepers,
+    ) -> Vec<usize> {
         let mut wake = Vec::new();
         for d in decided.decisions {
             let w = d.worker;
@@ -232,7 +255,15 @@ impl<T: GraphTask> GraphSched<T> {
                 self.ready.push_back(d.placed.task);
                 continue;
             }
-            if let Err(p) = self.lines.push_placed(w, d.placed, d.est_s) {
+            let mut placed = Some(d.placed);
+            lines.with(w, |q| {
+                if let Some(p) = placed.take() {
+                    let priority = p.priority;
+                    q.push(p, priority, d.est_s);
+                }
+            });
+            if let Some(p) = placed {
+                // No line for that id.
                 self.ready.push_back(p.task);
                 continue;
             }
@@ -255,29 +286,31 @@ impl<T: GraphTask> GraphSched<T> {
 
     /// `worker`'s next task from its line (data on `node` first), or a
     /// steal; its expected end is updated.
-    fn next_for(&mut self, worker: usize, node: usize, now: f64) -> Option<T> {
+    fn next_for(
+        &mut self,
+        worker: usize,
+        node: usize,
+        now: f64,
+        lines: &impl QueueSet<Placed<T>>,
+    ) -> Option<T> {
+        let cpu = self.kind_of(worker) == WorkerKind::Cpu;
+        if let Some(t) = lines.with(worker, |q| pop_own(q, cpu, node, now)).flatten() {
+            return Some(t);
+        }
         // A stolen task runs for the thief's predicted time.
-        let (p, est) = self
-            .lines
-            .pop(worker, |p| p.task.input_on_node(node))
-            .or_else(|| self.lines.steal_placed(worker, now))?;
-        if self.kind_of(worker) == WorkerKind::Cpu {
-            // A CPU worker runs one task at a time: what it still runs
-            // lost its report.
-            self.lines.forget_running(worker, now);
-        }
-        self.lines.started(worker, Some(p.task.id()), est, now);
-        if let Some(r) = self.released_at.get_mut(worker) {
-            *r = 0;
-        }
+        let members = self.members.iter().map(|m| m.id);
+        let (p, est) = steal_placed(lines, members, worker, now)?;
+        lines.with(worker, |q| start(q, cpu, p.task.id(), est, now));
         Some(p.task)
     }
 
     /// One locked step of `worker`'s pop at `now` (`node`: its memory
     /// node); `back` is the batch the previous step gave and the caller
-    /// placed (`None` on the first step). A panic while placing must still
-    /// hand back a (possibly empty) [`Decided`], or no batch would ever be
-    /// placed again.
+    /// placed (`None` on the first step); `lines`: the workers' lines,
+    /// reached one at a time. A panic while placing must still hand back a
+    /// (possibly empty) [`Decided`], or no batch would ever be placed
+    /// again.
+    #[allow(clippy::too_many_arguments)]
     pub fn pop_step(
         &mut self,
         worker: usize,
@@ -286,16 +319,23 @@ impl<T: GraphTask> GraphSched<T> {
         sleepers: &Sleepers,
         round: &mut GraphRound,
         back: Option<Decided<T>>,
+        lines: &impl QueueSet<Placed<T>>,
     ) -> GraphStep<T> {
         if let Some(decided) = back {
-            let woken = self.install(decided, sleepers);
+            let woken = self.install(decided, lines, sleepers);
             round.wake.extend(woken);
         }
         let spell = self.completions + 1;
+        let (queued, starts) = lines
+            .with(worker, |q| (q.len(), q.starts()))
+            .unwrap_or_default();
         if !self.waiting.is_empty()
             && !self.activating
-            && self.lines.queued(worker) == 0
-            && self.released_at.get(worker).is_some_and(|&r| r != spell)
+            && queued == 0
+            && self
+                .released_at
+                .get(worker)
+                .is_some_and(|&r| r != (spell, starts))
         {
             // Running dry while tasks wait for a kind's first sample: a
             // few are placed again, once per dry spell of this worker.
@@ -304,17 +344,17 @@ impl<T: GraphTask> GraphSched<T> {
             // drains the wait even if the sample never comes (a lost
             // report): that worker, dry, releases them to itself.
             self.release_waiting(self.members.len());
-            self.released_at[worker] = spell;
+            self.released_at[worker] = (spell, starts);
         }
         if round.activations < ACTIVATIONS_PER_POP
-            && let Some(batch) = self.take_batch(now)
+            && let Some(batch) = self.take_batch(now, lines)
         {
             round.activations += 1;
             let mut wake = std::mem::take(&mut round.wake);
             wake.retain(|&x| x != worker);
             return GraphStep::Place(batch, wake);
         }
-        let task = self.next_for(worker, node, now);
+        let task = self.next_for(worker, node, now, lines);
         if task.is_none() {
             sleepers.fell_idle(worker, true);
         }
@@ -356,20 +396,50 @@ impl<T: GraphTask> GraphSched<T> {
     }
 
     /// `worker` finished the task `id` at `now`.
-    pub fn finished(&mut self, worker: usize, id: usize, now: f64) {
-        self.lines.finished(worker, Some(id), now);
+    pub fn finished(
+        &mut self,
+        worker: usize,
+        id: usize,
+        now: f64,
+        lines: &impl QueueSet<Placed<T>>,
+    ) {
+        lines.with(worker, |q| q.finished(Some(id), now));
         // Expected ends changed: a dry worker may place waiting tasks again.
         self.completions += 1;
     }
 
-    /// Takes every task held (at deinit; normally none).
-    pub fn drain(&mut self) -> Vec<T> {
+    /// Takes every task held (at deinit; normally none), the lines' too.
+    pub fn drain(&mut self, lines: &impl QueueSet<Placed<T>>) -> Vec<T> {
         let mut out: Vec<T> = self.ready.drain(..).collect();
         out.extend(self.waiting.drain(..));
-        out.extend(self.lines.drain().into_iter().map(|p| p.task));
+        for w in 0..self.kinds.len() {
+            let all = lines.with(w, |q| q.take_all()).unwrap_or_default();
+            out.extend(all.into_iter().map(|(p, _)| p.task));
+        }
         out.append(&mut self.stranded);
         out
     }
+}
+
+/// `worker`'s next task from its own line alone (data on `node` first),
+/// with its expected end updated: the whole pop when the line has a task
+/// and no batch is due ([`GraphSched::placing_due`]), taken holding the
+/// line's lock only. `cpu`: the worker runs one task at a time. `None`:
+/// the line is empty; the pop goes on with [`GraphSched::pop_step`].
+pub fn pop_own<T: GraphTask>(line: &mut Line<T>, cpu: bool, node: usize, now: f64) -> Option<T> {
+    let (p, est) = line.pop(|p| p.task.input_on_node(node))?;
+    start(line, cpu, p.task.id(), est, now);
+    Some(p.task)
+}
+
+/// The line's worker starts task `id` predicted to take `est` seconds.
+fn start<T>(line: &mut Line<T>, cpu: bool, id: usize, est: f64, now: f64) {
+    if cpu {
+        // A CPU worker runs one task at a time: what it still runs lost
+        // its report.
+        line.forget_running(now);
+    }
+    line.started(Some(id), est, now);
 }
 
 #[cfg(test)]
@@ -378,11 +448,19 @@ mod tests {
     use crate::dag::Method;
     use crate::dag::decide::{GraphModels, decide};
     use crate::dag::testutil::Tile;
+    use crate::worker_queues::PlainQueues;
+
+    type TileLines = PlainQueues<Placed<Tile>>;
+
+    fn queued(lines: &TileLines, w: usize) -> usize {
+        lines.with(w, |q| q.len()).unwrap()
+    }
 
     /// Pops for `w` until it gets a task or none, placing every batch with
     /// `models`; returns the task's id.
     fn pop(
         s: &mut GraphSched<Tile>,
+        lines: &TileLines,
         models: &mut GraphModels,
         sleepers: &Sleepers,
         w: usize,
@@ -390,7 +468,7 @@ mod tests {
         let mut round = GraphRound::default();
         let mut back = None;
         loop {
-            match s.pop_step(w, 0, 0.0, sleepers, &mut round, back.take()) {
+            match s.pop_step(w, 0, 0.0, sleepers, &mut round, back.take(), lines) {
                 GraphStep::Place(batch, _) => {
                     let facts = batch.facts();
                     let costs = models.costs(&batch, &facts);
@@ -404,7 +482,7 @@ mod tests {
 
     /// A GPU (worker 0, whose model of codelet 1 is known) and two CPUs
     /// (workers 1 and 2, untrained), with 30 independent jobs pushed.
-    fn gpu_known_two_cpus_thirty_jobs() -> (GraphSched<Tile>, GraphModels, Sleepers) {
+    fn gpu_known_two_cpus_thirty_jobs() -> (GraphSched<Tile>, TileLines, GraphModels, Sleepers) {
         let member = |id, kind| Member { id, kind, node: 0 };
         let members = [
             member(0, WorkerKind::Cuda),
@@ -419,7 +497,7 @@ mod tests {
         for i in 0..30 {
             s.push(Tile::job(i), &sleepers);
         }
-        (s, models, sleepers)
+        (s, PlainQueues::new(3), models, sleepers)
     }
 
     /// Independent tasks while the CPUs' first sample is out are not all
@@ -428,33 +506,33 @@ mod tests {
     /// over every worker once the CPUs' sample arrives.
     #[test]
     fn tasks_wait_for_a_kind_in_training_instead_of_piling_on_the_trained_one() {
-        let (mut s, mut models, sleepers) = gpu_known_two_cpus_thirty_jobs();
+        let (mut s, lines, mut models, sleepers) = gpu_known_two_cpus_thirty_jobs();
         // The GPU places the batch: one task trains the CPUs (on worker
         // 1), the GPU keeps work within one task's length, the rest wait.
-        assert!(pop(&mut s, &mut models, &sleepers, 0).is_some());
-        assert!(pop(&mut s, &mut models, &sleepers, 1).is_some());
-        assert_eq!(s.lines.queued(2), 0);
+        assert!(pop(&mut s, &lines, &mut models, &sleepers, 0).is_some());
+        assert!(pop(&mut s, &lines, &mut models, &sleepers, 1).is_some());
+        assert_eq!(queued(&lines, 2), 0);
         assert!(s.waiting.len() >= 25, "{} waiting", s.waiting.len());
         // 30 tasks: one trained the CPUs, two went to the GPU.
         assert_eq!(s.deferrals(), 27);
         // Worker 2 (a CPU, its kind not trained yet) runs dry: a few
         // waiting tasks are placed again, on the GPU (its line is empty
         // now) or waiting again; worker 2 gets none.
-        while s.lines.pop(0, |_| false).is_some() {}
-        let (before, held) = (s.waiting.len(), s.held());
-        assert_eq!(pop(&mut s, &mut models, &sleepers, 2), None);
-        assert!(s.lines.queued(0) >= 1 && s.lines.queued(2) == 0);
+        while lines.with(0, |q| q.pop(|_| false)).flatten().is_some() {}
+        let (before, held) = (s.waiting.len(), s.held() + lines.held());
+        assert_eq!(pop(&mut s, &lines, &mut models, &sleepers, 2), None);
+        assert!(queued(&lines, 0) >= 1 && queued(&lines, 2) == 0);
         assert!(s.waiting.len() < before);
-        assert_eq!(s.held(), held, "nothing lost");
+        assert_eq!(s.held() + lines.held(), held, "nothing lost");
         // The CPUs' sample: everything is placed, over all three workers.
-        s.finished(1, 0, 0.01);
+        s.finished(1, 0, 0.01, &lines);
         let (_, first) = models.record(1, WorkerKind::Cpu, 1, 1.0, 0.01);
         assert!(first);
         s.model_learned(&sleepers);
-        assert!(pop(&mut s, &mut models, &sleepers, 2).is_some());
+        assert!(pop(&mut s, &lines, &mut models, &sleepers, 2).is_some());
         assert!(s.waiting.is_empty() && s.ready.is_empty());
         for w in 0..3 {
-            assert!(s.lines.queued(w) >= 7, "worker {w}: {}", s.lines.queued(w));
+            assert!(queued(&lines, w) >= 7, "worker {w}: {}", queued(&lines, w));
         }
         // Tasks placed again and deferred again count again.
         assert!(s.deferrals() > 27);
@@ -466,22 +544,22 @@ mod tests {
     /// a completion lets it try again.
     #[test]
     fn a_dry_worker_releases_waiting_tasks_once_until_something_changes() {
-        let (mut s, mut models, sleepers) = gpu_known_two_cpus_thirty_jobs();
-        assert!(pop(&mut s, &mut models, &sleepers, 0).is_some());
-        assert!(pop(&mut s, &mut models, &sleepers, 1).is_some());
+        let (mut s, lines, mut models, sleepers) = gpu_known_two_cpus_thirty_jobs();
+        assert!(pop(&mut s, &lines, &mut models, &sleepers, 0).is_some());
+        assert!(pop(&mut s, &lines, &mut models, &sleepers, 1).is_some());
         let deferred = s.deferrals();
         assert!(!s.waiting.is_empty());
         // Worker 2 runs dry: it places the waiting tasks again, once.
-        assert_eq!(pop(&mut s, &mut models, &sleepers, 2), None);
+        assert_eq!(pop(&mut s, &lines, &mut models, &sleepers, 2), None);
         let once = s.deferrals();
         assert!(once > deferred);
         for _ in 0..5 {
-            assert_eq!(pop(&mut s, &mut models, &sleepers, 2), None);
+            assert_eq!(pop(&mut s, &lines, &mut models, &sleepers, 2), None);
         }
         assert_eq!(s.deferrals(), once, "no new placement without a change");
         // A completion: it tries again.
-        s.finished(0, 0, 0.01);
-        assert_eq!(pop(&mut s, &mut models, &sleepers, 2), None);
+        s.finished(0, 0, 0.01, &lines);
+        assert_eq!(pop(&mut s, &lines, &mut models, &sleepers, 2), None);
         assert!(s.deferrals() > once);
     }
 }

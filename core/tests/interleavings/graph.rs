@@ -1,14 +1,19 @@
 //! The task-graph policies (`plb-heft`, `dada`, `dada-cp`) as the
-//! explorer's [`Side`]: the adapter's push, its pop
-//! ([`GraphSched::pop_step`], each batch placed unlocked with our models'
+//! explorer's [`Side`]: the adapter's push, its pop (first its own line
+//! alone, [`pop_own`], when no batch is due; else the scheduler's steps,
+//! [`GraphSched::pop_step`], each batch placed unlocked with our models'
 //! predictions), its post-exec hook (the worker's expected end corrected,
-//! the sample recorded).
+//! the sample recorded). The lines are apart from the scheduler, as the
+//! adapter's per-worker locks keep them: the own-line pop is an atomic
+//! action of its own, between any two of the others.
 
 use plb_core::balance::WorkerKind;
 use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
-use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep};
+use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
+use plb_core::dag::lines::Placed;
 use plb_core::sleepers::Sleepers;
+use plb_core::worker_queues::{PlainQueues, QueueSet};
 
 use super::explorer::{Fake, Plan, Side, Step};
 
@@ -47,17 +52,35 @@ impl GraphTask for Fake {
 pub enum Placing {
     Batch(Batch<Fake>),
     Placed(Decided<Fake>),
+    /// The own-line pop found nothing: the scheduler's steps next.
+    Locked,
+}
+
+/// How a pop's first try on the worker's own line behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnLine {
+    /// The adapter's: only when no batch is due; an empty line goes on to
+    /// the scheduler's steps.
+    Current,
+    /// A tempting mistake: always first, and an empty line marks the
+    /// worker idle and ends the pop without the scheduler's lock.
+    Careless,
 }
 
 pub struct Graph {
     pub sched: GraphSched<Fake>,
+    lines: PlainQueues<Placed<Fake>>,
+    own_line: OwnLine,
+    /// Pops served by the own line alone, and by the scheduler's steps.
+    pub own_pops: u64,
+    pub locked_pops: u64,
     models: GraphModels,
     method: Method,
     nodes: Vec<usize>,
 }
 
 impl Graph {
-    pub fn new(plan: &Plan, method: Method) -> Graph {
+    pub fn new(plan: &Plan, method: Method, own_line: OwnLine) -> Graph {
         let nodes: Vec<usize> = (0..plan.workers).map(|w| usize::from(w == 0)).collect();
         let members: Vec<Member> = (0..plan.workers)
             .map(|w| Member {
@@ -74,6 +97,10 @@ impl Graph {
         sched.add_workers(&members, &Sleepers::new(8, true));
         Graph {
             sched,
+            lines: PlainQueues::new(8),
+            own_line,
+            own_pops: 0,
+            locked_pops: 0,
             models: GraphModels::default(),
             method,
             nodes,
@@ -95,7 +122,7 @@ impl Side for Graph {
     }
 
     fn remove(&mut self, w: usize, sleepers: &Sleepers) -> Vec<usize> {
-        self.sched.remove_workers(&[w], sleepers)
+        self.sched.remove_workers(&[w], &self.lines, sleepers)
     }
 
     fn pop_step(
@@ -105,25 +132,49 @@ impl Side for Graph {
         sleepers: &Sleepers,
         round: &mut GraphRound,
         back: Option<Self::Work>,
-        _first: bool,
+        first: bool,
     ) -> Step<Self::Work, Fake> {
-        let back = back.map(|b| match b {
-            Placing::Placed(d) => d,
+        let careless = self.own_line == OwnLine::Careless;
+        if first && (careless || !self.sched.placing_due()) {
+            // The adapter's first try: the worker's line alone.
+            let cpu = self.sched.kind_of(w) == WorkerKind::Cpu;
+            let node = self.nodes[w];
+            return match self.lines.with(w, |q| pop_own(q, cpu, node, now)) {
+                Some(Some(t)) => {
+                    self.own_pops += 1;
+                    Step::Task(t, Vec::new())
+                }
+                _ if careless => {
+                    sleepers.fell_idle(w, true);
+                    Step::Empty(Vec::new())
+                }
+                _ => Step::Work(Placing::Locked, Vec::new()),
+            };
+        }
+        let back = back.and_then(|b| match b {
+            Placing::Placed(d) => Some(d),
+            Placing::Locked => None,
             Placing::Batch(_) => unreachable!("placed before stepping again"),
         });
+        let (node, lines) = (self.nodes[w], &self.lines);
         match self
             .sched
-            .pop_step(w, self.nodes[w], now, sleepers, round, back)
+            .pop_step(w, node, now, sleepers, round, back, lines)
         {
             GraphStep::Place(batch, wake) => Step::Work(Placing::Batch(batch), wake),
-            GraphStep::Task(t, wake) => Step::Task(t, wake),
+            GraphStep::Task(t, wake) => {
+                self.locked_pops += 1;
+                Step::Task(t, wake)
+            }
             GraphStep::Empty(wake) => Step::Empty(wake),
         }
     }
 
     fn work(&mut self, work: Self::Work) -> Self::Work {
-        let Placing::Batch(batch) = work else {
-            unreachable!("a batch to place")
+        let batch = match work {
+            Placing::Batch(batch) => batch,
+            Placing::Locked => return Placing::Locked,
+            Placing::Placed(_) => unreachable!("a batch to place"),
         };
         let facts = batch.facts();
         let costs = self.models.costs(&batch, &facts);
@@ -146,7 +197,7 @@ impl Side for Graph {
         now: f64,
         sleepers: &Sleepers,
     ) -> Vec<usize> {
-        self.sched.finished(w, run.id, now);
+        self.sched.finished(w, run.id, now, &self.lines);
         if run.codelet == 0 {
             return Vec::new();
         }
@@ -164,14 +215,18 @@ impl Side for Graph {
     }
 
     fn held(&self) -> usize {
-        self.sched.held()
+        self.sched.held() + self.lines.held()
     }
 
     fn expected_end_s(&self, w: usize, now: f64) -> f64 {
-        self.sched.expected_end_s(w, now)
+        now + self
+            .lines
+            .with(w, |q| q.load_s(now))
+            .unwrap_or(0.0)
+            .max(0.0)
     }
 
     fn drain(&mut self) -> usize {
-        self.sched.drain().len()
+        self.sched.drain(&self.lines).len()
     }
 }

@@ -15,7 +15,7 @@ use plb_core::dag::Method;
 use plb_core::taskmode::{CONSULTS_PER_POP, TaskModeCounters};
 
 use explorer::{explore, explore_reporting_all};
-use graph::Graph;
+use graph::{Graph, OwnLine};
 use task_mode::{Protocol, TaskMode};
 
 /// Every interleaving reached, on every balancer task mode runs, loses no
@@ -68,14 +68,22 @@ fn task_graph_policies_lose_no_task_and_no_worker() {
         },
     ];
     for method in methods {
-        let make = |plan: &explorer::Plan| Graph::new(plan, method);
+        let make = |plan: &explorer::Plan| Graph::new(plan, method, OwnLine::Current);
         match explore(make, 0..300) {
             Err((seed, e, log)) => panic!("{method:?}, seed {seed}: {e}\nlast actions: {log:#?}"),
             Ok((actions, sides)) => {
                 let deferrals: u64 = sides.iter().map(|s| s.sched.deferrals()).sum();
-                eprintln!("{method:?}: {actions} actions, {deferrals} deferrals");
-                // Tasks held back for a kind's first sample are reached.
+                let own: u64 = sides.iter().map(|s| s.own_pops).sum();
+                let locked: u64 = sides.iter().map(|s| s.locked_pops).sum();
+                eprintln!(
+                    "{method:?}: {actions} actions, {deferrals} deferrals, \
+                     {own} own-line pops, {locked} locked pops"
+                );
+                // Tasks held back for a kind's first sample are reached,
+                // and pops take both paths (the own line alone, between
+                // any two actions under the scheduler's lock; the steps).
                 assert!(deferrals > 0, "{method:?}: no task was deferred");
+                assert!(own > 1000 && locked > 1000, "{method:?}: {own}, {locked}");
             }
         }
     }
@@ -105,4 +113,17 @@ fn finds_the_lost_wakeup_of_the_old_consult_bound() {
         "seed {seed}: {e}"
     );
     eprintln!("legacy protocol, seed {seed}: {e}");
+}
+
+/// The same teeth for the per-worker lines: a pop that tried its own line
+/// whatever was due, and went to sleep on an empty line without the
+/// scheduler's lock, is caught (ready tasks left with every worker
+/// asleep).
+#[test]
+fn finds_a_careless_own_line_pop() {
+    let make = |plan: &explorer::Plan| Graph::new(plan, Method::Heft, OwnLine::Careless);
+    let (seed, e, _) = explore(make, 0..300)
+        .err()
+        .expect("a pop sleeping on its empty line was not caught");
+    eprintln!("careless own-line pop, seed {seed}: {e}");
 }
