@@ -52,7 +52,8 @@ trap 'rm -rf "$home" "$out"' EXIT
 is_ours() { [[ " ${ours[*]} " == *" $1 "* ]]; }
 
 # run FIGURE POLICY NCPU SUMMARY CMD...: prints the figure's value (µs per
-# task, or ms) and, with SUMMARY=1, the summary's lock_us and tasks.
+# task, or ms) and, with SUMMARY=1, the summary's lock_us, tasks, popped
+# and line_pops (pops served by a worker's own line alone).
 run() {
   local fig="$1" p="$2" ncpu="$3" summary="$4"
   shift 4
@@ -66,12 +67,12 @@ run() {
       fig == "tasks" && /^Per task:/ {v = $3}
       fig == "chol" && $1 ~ /^[0-9]+$/ && NF >= 3 {v = $2}
       /^plb: policy=/ {for (i = 1; i <= NF; i++) {split($i, kv, "="); s[kv[1]] = kv[2]}
-                       lock += s["lock_us"]; n += s["tasks"]}
-      END {print (v == "" ? "NA" : v), lock + 0, n + 0}'
+                       lock += s["lock_us"]; n += s["tasks"]; pops += s["popped"]; own += s["line_pops"]}
+      END {print (v == "" ? "NA" : v), lock + 0, n + 0, pops + 0, own + 0}'
 }
 
 figure() {
-  local fig="$1" ncpu="$2" p r v lock n
+  local fig="$1" ncpu="$2" p r v lock n pops own
   shift 2
   echo "overhead: $fig, $ncpu CPU workers: calibration and learning runs" >&2
   for p in "${policies[@]}"; do run "$fig" "$p" "$ncpu" "" "$@" >/dev/null; done
@@ -84,8 +85,9 @@ figure() {
     done
   done
   for p in "${ours[@]}"; do
-    read -r _ lock n < <(run "$fig" "$p" "$ncpu" 1 "$@")
+    read -r _ lock n pops own < <(run "$fig" "$p" "$ncpu" 1 "$@")
     echo "$fig $ncpu $p lock $(awk -v l="$lock" -v n="$n" 'BEGIN {print (n > 0 ? l / n : 0)}')" >>"$out"
+    echo "$fig $ncpu $p own $(awk -v o="$own" -v n="$pops" 'BEGIN {print (n > 0 ? o / n : 0)}')" >>"$out"
   done
 }
 
@@ -94,22 +96,23 @@ stats() { sort -g | awk '{a[NR]=$1} END {m = (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR
 values() { awk -v f="$1" -v c="$2" -v p="$3" '$1==f && $2==c && $3==p && $4=="value" {print $5}' "$out"; }
 
 mkdir -p "$(dirname "$csv")"
-echo "figure,workers,policy,median,min,max,vs_eager,vs_dmda,lock_us_per_task" >"$csv"
+echo "figure,workers,policy,median,min,max,vs_eager,vs_dmda,lock_us_per_task,own_line_pop_share" >"$csv"
 report() {
   local fig="$1" ncpu="$2" title="$3" unit="$4" eager dmda p
   read -r eager _ _ < <(values "$fig" "$ncpu" eager | stats)
   read -r dmda _ _ < <(values "$fig" "$ncpu" dmda | stats)
   echo
   echo "$title, STARPU_NCPU=$ncpu"
-  printf '%-10s %12s %20s %9s %9s %14s\n' policy "median $unit" "min–max" "vs eager" "vs dmda" "lock µs/task"
+  printf '%-10s %12s %20s %9s %9s %14s %10s\n' policy "median $unit" "min–max" "vs eager" "vs dmda" "lock µs/task" "own line"
   for p in "${policies[@]}"; do
-    local m lo hi l
+    local m lo hi l o
     read -r m lo hi < <(values "$fig" "$ncpu" "$p" | stats)
     l=$(awk -v f="$fig" -v c="$ncpu" -v p="$p" '$1==f && $2==c && $3==p && $4=="lock" {print $5}' "$out")
-    awk -v p="$p" -v m="$m" -v lo="$lo" -v hi="$hi" -v e="$eager" -v d="$dmda" -v l="${l:--}" \
-      'BEGIN {printf "%-10s %12.3f %9.3f–%-10.3f %8.2fx %8.2fx %14s\n", p, m, lo, hi, m / e, m / d, (l == "-" ? "-" : sprintf("%.3f", l))}'
-    awk -v f="$fig" -v c="$ncpu" -v p="$p" -v m="$m" -v lo="$lo" -v hi="$hi" -v e="$eager" -v d="$dmda" -v l="$l" \
-      'BEGIN {printf "%s,%s,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%s\n", f, c, p, m, lo, hi, m / e, m / d, l}' >>"$csv"
+    o=$(awk -v f="$fig" -v c="$ncpu" -v p="$p" '$1==f && $2==c && $3==p && $4=="own" {print $5}' "$out")
+    awk -v p="$p" -v m="$m" -v lo="$lo" -v hi="$hi" -v e="$eager" -v d="$dmda" -v l="${l:--}" -v o="${o:--}" \
+      'BEGIN {printf "%-10s %12.3f %9.3f–%-10.3f %8.2fx %8.2fx %14s %10s\n", p, m, lo, hi, m / e, m / d, (l == "-" ? "-" : sprintf("%.3f", l)), (o == "-" ? "-" : sprintf("%.0f%%", 100 * o))}'
+    awk -v f="$fig" -v c="$ncpu" -v p="$p" -v m="$m" -v lo="$lo" -v hi="$hi" -v e="$eager" -v d="$dmda" -v l="$l" -v o="$o" \
+      'BEGIN {printf "%s,%s,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%s,%s\n", f, c, p, m, lo, hi, m / e, m / d, l, o}' >>"$csv"
   done
 }
 

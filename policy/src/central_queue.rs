@@ -92,6 +92,7 @@ impl SchedPolicy for CentralQueuePolicy {
     fn model_figures(&self) -> crate::stats::ModelFigures {
         crate::stats::ModelFigures {
             lock_held_s: self.held.held_s(),
+            own_line_pops: 0,
             ..Default::default()
         }
     }

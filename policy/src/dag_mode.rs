@@ -57,7 +57,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use plb_core::balance::WorkerKind;
 use plb_core::dag::Method;
@@ -159,6 +159,8 @@ pub struct DagPolicy {
     due: AtomicBool,
     /// Per worker id: a CPU worker (runs one task at a time).
     cpu: Box<[AtomicBool]>,
+    /// Pops served by the worker's own line alone (for the summary).
+    own_line_pops: AtomicU64,
     models: Mutex<Models>,
     /// Tasks held (ready and queued), members, idle flags, timers (batch
     /// placements and refits).
@@ -322,6 +324,7 @@ impl SchedPolicy for DagPolicy {
             lines: LockedLines::new(n),
             due: AtomicBool::new(false),
             cpu: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            own_line_pops: AtomicU64::new(0),
             models: Mutex::new(Models::default()),
             g: Gauges::new(n),
         }
@@ -396,6 +399,7 @@ impl SchedPolicy for DagPolicy {
                 .flatten();
             self.g.held.stop(t0);
             if let Some(task) = own {
+                self.own_line_pops.fetch_add(1, Ordering::Relaxed);
                 return self.hand_over(task, worker, wake);
             }
         }
@@ -498,6 +502,7 @@ impl SchedPolicy for DagPolicy {
             refits: relaxed_lock(&self.models).graph.book.refits(),
             solve_s: self.g.work.seconds(),
             lock_held_s: self.g.held.held_s(),
+            own_line_pops: self.own_line_pops.load(Ordering::Relaxed),
         }
     }
 

@@ -41,8 +41,10 @@ pub struct ModelFigures {
     pub refits: u64,
     /// Seconds spent fitting and solving.
     pub solve_s: f64,
-    /// Seconds the push/pop lock was held (measured under `PLB_SUMMARY`).
+    /// Seconds the push/pop locks were held (measured under `PLB_SUMMARY`).
     pub lock_held_s: f64,
+    /// Pops served by the worker's own line alone (task-graph policies).
+    pub own_line_pops: u64,
 }
 
 impl ContextStats {
@@ -110,7 +112,8 @@ impl ContextStats {
 
     /// The summary printed at deinit when `PLB_SUMMARY=1`: the context line
     /// (`plb: policy=... ctx=... tasks=... executed=... workers=...
-    /// popped=... left=... elapsed_ms=... refits=... solve_us=... lock_us=...`, every
+    /// popped=... left=... elapsed_ms=... refits=... solve_us=... lock_us=...
+    /// line_pops=...`, every
     /// value an integer) then one `plb:   worker=...` line per worker that
     /// joined the context (busy and idle percentages of the context's
     /// lifetime, tasks run and units processed), at `now_us` (StarPU's
@@ -151,7 +154,7 @@ impl ContextStats {
             .clone();
         let mut lines = vec![format!(
             "plb: policy={policy} ctx={ctx} tasks={} executed={} workers={} popped={} left={left_queued} \
-             elapsed_ms={} refits={} solve_us={} lock_us={}",
+             elapsed_ms={} refits={} solve_us={} lock_us={} line_pops={}",
             self.pushed(),
             self.executed(),
             workers.len(),
@@ -160,6 +163,7 @@ impl ContextStats {
             model.refits,
             (model.solve_s * 1e6).round() as u64,
             (model.lock_held_s * 1e6).round() as u64,
+            model.own_line_pops,
         )];
         for id in workers {
             let Some(w) = self.per_worker.get(id as usize) else {
@@ -278,13 +282,14 @@ mod tests {
                 refits: 7,
                 solve_s: 0.0025,
                 lock_held_s: 0.0003,
+                own_line_pops: 2,
             },
             1.0,
         );
         assert_eq!(
             lines[0],
             "plb: policy=greedy ctx=4 tasks=3 executed=1 workers=3 popped=2 left=1 \
-             elapsed_ms=1000 refits=7 solve_us=2500 lock_us=300"
+             elapsed_ms=1000 refits=7 solve_us=2500 lock_us=300 line_pops=2"
         );
         assert_eq!(lines.len(), 4);
         assert_eq!(

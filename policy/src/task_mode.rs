@@ -530,6 +530,7 @@ impl SchedPolicy for TaskModePolicy {
             refits: relaxed_lock(&self.state).book.refits(),
             solve_s: self.g.work.seconds(),
             lock_held_s: self.g.held.held_s(),
+            own_line_pops: 0,
         }
     }
 
