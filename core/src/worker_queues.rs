@@ -84,6 +84,28 @@ pub struct Ahead {
     pub end_s: f64,
 }
 
+/// What the rest of a context reads of a worker's queue without reaching
+/// it ([`QueueSet::glance`]): its state as the last call that reached it
+/// left it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Glance {
+    /// Tasks queued.
+    pub len: usize,
+    /// Tasks started so far ([`WorkerQueue::starts`]).
+    pub starts: u64,
+    /// Predicted end of what the worker runs (`None`: it runs nothing).
+    pub busy_until: Option<f64>,
+    /// Reserved and queued predictions, seconds.
+    pub ahead_s: f64,
+}
+
+impl Glance {
+    /// [`WorkerQueue::load_s`] as of this glance.
+    pub fn load_s(&self, now: f64) -> f64 {
+        self.busy_until.map_or(now, |b| b.max(now)) - now + self.ahead_s
+    }
+}
+
 /// A finite, non-negative prediction (anything else counts as 0).
 fn clean(s: f64) -> f64 {
     if s.is_finite() { s.max(0.0) } else { 0.0 }
@@ -123,6 +145,16 @@ impl<I> WorkerQueue<I> {
     /// Tasks started so far (popped or stolen by this worker).
     pub fn starts(&self) -> u64 {
         self.starts
+    }
+
+    /// Its state for readers that do not reach it ([`Glance`]).
+    pub fn glance(&self) -> Glance {
+        Glance {
+            len: self.items.len(),
+            starts: self.starts,
+            busy_until: (!self.running.is_empty()).then_some(self.busy_until),
+            ahead_s: self.reserved_s + self.queued_s,
+        }
     }
 
     /// Seconds from `now` until the worker is predicted done with what it
@@ -305,11 +337,14 @@ impl<I> WorkerQueue<I> {
 
 /// Per-worker queues reached one worker at a time (the task-graph
 /// policies' adapter: one lock per worker). `with` runs `f` on `worker`'s
-/// queue (`None`: no queue for that id); `held` counts the tasks queued
+/// queue (`None`: no queue for that id); `glance` reads what the last
+/// `with` left without reaching the queue; `held` counts the tasks queued
 /// over every worker.
 pub trait QueueSet<I> {
     /// Runs `f` on `worker`'s queue alone.
     fn with<R>(&self, worker: usize, f: impl FnOnce(&mut WorkerQueue<I>) -> R) -> Option<R>;
+    /// `worker`'s queue as the last [`QueueSet::with`] on it left it.
+    fn glance(&self, worker: usize) -> Option<Glance>;
     /// Tasks queued over every worker.
     fn held(&self) -> usize;
 }
@@ -340,14 +375,18 @@ impl<I> QueueSet<I> for PlainQueues<I> {
         self.held.set(self.held.get() + q.len() - before);
         Some(r)
     }
+    fn glance(&self, worker: usize) -> Option<Glance> {
+        Some(self.queues.get(worker)?.borrow().glance())
+    }
     fn held(&self) -> usize {
         self.held.get()
     }
 }
 
 /// `thief` (idle at `now`) steals from the queues of `victims` (ids; the
-/// thief's own is skipped), latest expected end first, each queue reached
-/// alone ([`WorkerQueue::steal_one`]). Returns the victim, the task, its
+/// thief's own is skipped), latest expected end first (as their glances
+/// give it), each queue reached alone ([`WorkerQueue::steal_one`]) only
+/// when its glance shows tasks. Returns the victim, the task, its
 /// prediction there and the value `gains` gave.
 pub fn steal_latest_end<I, R>(
     queues: &impl QueueSet<I>,
@@ -360,10 +399,8 @@ pub fn steal_latest_end<I, R>(
         .into_iter()
         .filter(|&v| v != thief)
         .filter_map(|v| {
-            queues
-                .with(v, |q| (!q.is_empty()).then(|| q.load_s(now)))
-                .flatten()
-                .map(|l| (v, l))
+            let g = queues.glance(v)?;
+            (g.len > 0).then(|| (v, g.load_s(now)))
         })
         .collect();
     order.sort_by(|a, b| b.1.total_cmp(&a.1));

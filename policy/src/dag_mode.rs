@@ -40,8 +40,9 @@
 //! `state` (the scheduler: ready list, deferred tasks, members) is what
 //! push and the pop's steps take; each worker's line has its own lock
 //! (`lines`), taken alone by its worker's first try and, under `state`,
-//! one line at a time by the steps (queueing a placed batch, reading
-//! expected ends, stealing, a worker leaving). Tasks join a line only
+//! one line at a time by the steps (queueing a placed batch, stealing, a
+//! worker leaving); expected ends and lengths are read from what the
+//! line's last holder left in atomics (`Glance`), without its lock. Tasks join a line only
 //! under `state`, and a worker marks itself idle only under `state`, so a
 //! pop on its own line cannot lose a wake-up (checked by the interleaving
 //! tests, `core/tests/interleavings/`). `models` is taken
@@ -66,7 +67,7 @@ use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
 use plb_core::dag::lines::{Line, Placed};
 use plb_core::fit::FitConfig;
 use plb_core::taskmode::placement::RefitJob;
-use plb_core::worker_queues::{QueueSet, WorkerQueue};
+use plb_core::worker_queues::{Glance, QueueSet, WorkerQueue};
 
 use crate::catalog::PolicyInfo;
 use crate::gauges::Gauges;
@@ -113,17 +114,39 @@ struct Models {
     persisted: Persisted,
 }
 
+/// One worker's line behind its own lock, with what the last holder left
+/// for readers that do not take the lock ([`Glance`]: steals pick their
+/// victims and placements read expected ends from it).
+#[repr(align(64))]
+struct LockedLine {
+    line: Mutex<Line<Task>>,
+    len: AtomicUsize,
+    starts: AtomicU64,
+    /// `f64` bits; NaN: the worker runs nothing.
+    busy_until: AtomicU64,
+    /// `f64` bits.
+    ahead_s: AtomicU64,
+}
+
 /// Each worker's line behind its own lock, and how many tasks they hold
 /// together.
 struct LockedLines {
-    lines: Box<[Mutex<Line<Task>>]>,
+    lines: Box<[LockedLine]>,
     held: AtomicUsize,
 }
 
 impl LockedLines {
     fn new(n: usize) -> LockedLines {
         LockedLines {
-            lines: (0..n).map(|_| Mutex::new(WorkerQueue::default())).collect(),
+            lines: (0..n)
+                .map(|_| LockedLine {
+                    line: Mutex::new(WorkerQueue::default()),
+                    len: AtomicUsize::new(0),
+                    starts: AtomicU64::new(0),
+                    busy_until: AtomicU64::new(f64::NAN.to_bits()),
+                    ahead_s: AtomicU64::new(0),
+                })
+                .collect(),
             held: AtomicUsize::new(0),
         }
     }
@@ -131,16 +154,33 @@ impl LockedLines {
 
 impl QueueSet<Placed<Task>> for LockedLines {
     fn with<R>(&self, worker: usize, f: impl FnOnce(&mut Line<Task>) -> R) -> Option<R> {
-        let mut q = relaxed_lock(self.lines.get(worker)?);
+        let l = self.lines.get(worker)?;
+        let mut q = relaxed_lock(&l.line);
         let before = q.len();
         let r = f(&mut q);
-        let after = q.len();
-        if after > before {
-            self.held.fetch_add(after - before, Ordering::AcqRel);
-        } else if before > after {
-            self.held.fetch_sub(before - after, Ordering::AcqRel);
+        let g = q.glance();
+        if g.len > before {
+            self.held.fetch_add(g.len - before, Ordering::AcqRel);
+        } else if before > g.len {
+            self.held.fetch_sub(before - g.len, Ordering::AcqRel);
         }
+        l.len.store(g.len, Ordering::Release);
+        l.starts.store(g.starts, Ordering::Release);
+        let busy = g.busy_until.unwrap_or(f64::NAN);
+        l.busy_until.store(busy.to_bits(), Ordering::Release);
+        l.ahead_s.store(g.ahead_s.to_bits(), Ordering::Release);
         Some(r)
+    }
+
+    fn glance(&self, worker: usize) -> Option<Glance> {
+        let l = self.lines.get(worker)?;
+        let busy = f64::from_bits(l.busy_until.load(Ordering::Acquire));
+        Some(Glance {
+            len: l.len.load(Ordering::Acquire),
+            starts: l.starts.load(Ordering::Acquire),
+            busy_until: (!busy.is_nan()).then_some(busy),
+            ahead_s: f64::from_bits(l.ahead_s.load(Ordering::Acquire)),
+        })
     }
 
     fn held(&self) -> usize {

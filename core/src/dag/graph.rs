@@ -223,11 +223,18 @@ impl<T: GraphTask> GraphSched<T> {
             Vec::with_capacity(k),
         );
         for m in &self.members {
-            let (l, n, p) = lines
-                .with(m.id, |q| (q.load_s(now), q.len(), q.queued_by_priority()))
-                .unwrap_or_default();
-            loads.push(l);
-            queued.push(n);
+            let g = lines.glance(m.id).unwrap_or_default();
+            loads.push(g.load_s(now));
+            queued.push(g.len);
+            // The split by priority is read from the line itself (only
+            // when it holds tasks).
+            let p = if g.len > 0 {
+                lines
+                    .with(m.id, |q| q.queued_by_priority())
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
             by_priority.push(p);
         }
         Some(Batch {
@@ -326,9 +333,8 @@ impl<T: GraphTask> GraphSched<T> {
             round.wake.extend(woken);
         }
         let spell = self.completions + 1;
-        let (queued, starts) = lines
-            .with(worker, |q| (q.len(), q.starts()))
-            .unwrap_or_default();
+        let own = lines.glance(worker).unwrap_or_default();
+        let (queued, starts) = (own.len, own.starts);
         if !self.waiting.is_empty()
             && !self.activating
             && queued == 0
