@@ -2,8 +2,8 @@
  * plb_divisible.h - divisible-load API of libstarpu_plb.so.
  *
  * An application with W independent units of work asks a PLB balancer
- * (greedy, plb-hac, plb-hec, hdss, acosta) which StarPU worker processes
- * which range [offset, offset + len) next. The application's own thread
+ * (any of those listed below) which StarPU worker processes which range
+ * [offset, offset + len) next. The application's own thread
  * creates and submits each block's task, pinned to the chosen worker; the
  * balancer decides block sizes and order and learns from the timings
  * reported with plb_dl_done(). Every unit is handed out exactly once.
@@ -74,10 +74,15 @@ struct plb_dl_stats {
 /*
  * Creates a run of total_units units on every StarPU worker
  * (0 .. starpu_worker_get_count() - 1). Call after starpu_init().
- * balancer: "greedy", "greedy:<block size>", "plb-hac", "plb-hec", "hdss",
- * "acosta", or NULL for the one named by STARPU_SCHED (greedy if
- * STARPU_SCHED names none of them). Returns NULL on error
- * (plb_dl_last_error() says why).
+ * balancer: one of the names below, optionally with arguments,
+ * NAME[:ARG[,ARG]...] (e.g. "greedy:<block size>", "static:speeds=1/4";
+ * docs/usage.md, "Balancer names"), or NULL for the one named by
+ * STARPU_SCHED (greedy if STARPU_SCHED names none of them). Returns NULL
+ * on error (plb_dl_last_error() says why).
+ *
+ * Balancer names (every balancer of the library; a test checks this list
+ * against the library's registry):
+ *   greedy plb-hac plb-hec hdss acosta static dynamic hguided adaptive sigmoid
  */
 plb_dl_run *plb_dl_create(uint64_t total_units, const char *balancer);
 

@@ -169,3 +169,24 @@ fn every_registered_balancer_runs_under_every_driver() {
         eprintln!("{name}: simulator, task mode and divisible API ok");
     }
 }
+
+/// The C header lists every balancer of the registry, and only those (its
+/// list is what a C programmer reads; a balancer added to the registry
+/// must be added there).
+#[test]
+fn the_c_header_lists_every_balancer_of_the_registry() {
+    let header = include_str!("../include/plb_divisible.h");
+    let marker = "Balancer names (every balancer of the library";
+    let at = header
+        .find(marker)
+        .expect("the header's list of balancer names");
+    let listed: Vec<&str> = header[at..]
+        .lines()
+        .nth(2)
+        .expect("the names line")
+        .trim_start_matches([' ', '*'])
+        .split_whitespace()
+        .collect();
+    let registered: Vec<&str> = registry::names().collect();
+    assert_eq!(listed, registered, "plb_divisible.h against the registry");
+}
