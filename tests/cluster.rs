@@ -270,6 +270,22 @@ fn a_silent_rank_ends_the_job_with_a_message() {
     assert!(took < Duration::from_secs(60), "took {took:?}");
 }
 
+/// A rank that stops answering in the middle of the work (its first pivot
+/// step's data exchange through StarPU-MPI): the other rank's exchange
+/// ends at its deadline with its message, and the job ends.
+#[test]
+fn a_rank_silent_in_a_data_exchange_ends_the_job_with_a_message() {
+    let (_, all, _) = failing(&["--timeout", "10", "--inject-fault", "stall:1"]);
+    assert!(
+        all.contains("rank 1: --inject-fault stall: never exchanging"),
+        "{all}"
+    );
+    assert!(
+        all.contains("rank 0: pivot step: no answer within 10 s"),
+        "{all}"
+    );
+}
+
 #[test]
 fn bad_options_are_refused_before_any_work() {
     let mut c = mpirun("2");

@@ -101,7 +101,8 @@ pub struct Options {
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
     /// A deliberate fault: die:RANK (exits at once), hang:RANK (never
-    /// answers), skip:RANK or repeat:RANK (loses or repeats the rank's
+    /// answers), stall:RANK (never answers its first pivot step's data
+    /// exchange), skip:RANK or repeat:RANK (loses or repeats the rank's
     /// first update of C), idpa:RANK (its node benchmark fails)
     #[arg(long, hide = true, value_name = "FAULT")]
     pub inject_fault: Option<String>,
@@ -342,7 +343,7 @@ fn inject_fault(o: &Options, mpi: &Mpi) {
                 std::thread::sleep(std::time::Duration::from_secs(3600));
             }
         }
-        "skip" | "repeat" | "idpa" => {}
+        "skip" | "repeat" | "idpa" | "stall" => {}
         _ => say(&format!(
             "plb app mm-mpi: rank {}: unknown fault `{f}` ignored",
             mpi.rank
@@ -689,6 +690,14 @@ impl<'a> Run<'a> {
                     .filter(|p| p.peer != rank)
                     .map(|p| (vec![0f32; (p.hi - p.lo) as usize * b * b], p))
                     .collect();
+                if k == 0 && self.fault_here("stall") {
+                    say(&format!(
+                        "plb app mm-mpi: rank {rank}: --inject-fault stall: never exchanging"
+                    ));
+                    loop {
+                        std::thread::sleep(std::time::Duration::from_secs(3600));
+                    }
+                }
                 {
                     let sends: Vec<(&[f32], usize, i64)> =
                         out.iter().map(|(v, p, t)| (v.as_slice(), *p, *t)).collect();
