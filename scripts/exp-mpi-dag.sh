@@ -50,11 +50,9 @@ for v in "$reps" "$size" "$nblocks"; do
 done
 # shellcheck source=scripts/lib/starpu14.sh
 source scripts/lib/starpu14.sh
-prefix="$(starpu14_prefix native)"
+starpu14_native_ours exp-mpi-dag
 prog="$prefix/lib/starpu/mpi/mpi_cholesky"
-lib="$PWD/target/starpu14-native/release/libstarpu_plb.so"
 [ -x "$prog" ] || { echo "exp-mpi-dag: $prog not found (bash scripts/setup.sh --all)" >&2; exit 1; }
-[ -f "$lib" ] || { echo "exp-mpi-dag: $lib not found (bash scripts/setup.sh --all)" >&2; exit 1; }
 command -v mpirun >/dev/null || { echo "exp-mpi-dag: mpirun not found (bash scripts/setup.sh)" >&2; exit 1; }
 starpus=(dmdas eager lws)
 ours=(plb-heft dada dada-cp)

@@ -19,11 +19,8 @@ case "$ncpu" in '' | *[!0-9]*) echo "overhead-profile: workers must be a number"
 command -v perf >/dev/null || { echo "overhead-profile: perf not found (apt-get install linux-perf)" >&2; exit 1; }
 # shellcheck source=scripts/lib/starpu14.sh
 source scripts/lib/starpu14.sh
-prefix="$(starpu14_prefix native)"
+starpu14_native_ours overhead-profile
 examples="$prefix/lib/starpu/examples"
-lib="$PWD/target/starpu14-native/release/libstarpu_plb.so"
-[ -x "$examples/tasks_overhead" ] || { echo "overhead-profile: $examples/tasks_overhead not found (bash scripts/setup.sh --all)" >&2; exit 1; }
-[ -f "$lib" ] || { echo "overhead-profile: $lib not found (bash scripts/setup.sh --all)" >&2; exit 1; }
 read -r -a ours <<<"$(target/release/plb policies | awk '{print $1}' | tr '\n' ' ')"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -33,12 +33,11 @@ case "$reps$tasks" in *[!0-9]*)
 esac
 # shellcheck source=scripts/lib/starpu14.sh
 source scripts/lib/starpu14.sh
-prefix="$(starpu14_prefix native)"
+starpu14_native_ours overhead
 examples="$prefix/lib/starpu/examples"
-lib="$PWD/target/starpu14-native/release/libstarpu_plb.so"
 plb="$PWD/target/release/plb"
 [ -x "$examples/tasks_overhead" ] || { echo "overhead: $examples/tasks_overhead not found (bash scripts/setup.sh --all)" >&2; exit 1; }
-if [ ! -f "$lib" ] || [ ! -x "$plb" ]; then echo "overhead: build first (bash scripts/setup.sh --all)" >&2; exit 1; fi
+[ -x "$plb" ] || { echo "overhead: build first (bash scripts/setup.sh --all)" >&2; exit 1; }
 read -r -a ours <<<"$("$plb" policies | awk '{print $1}' | tr '\n' ' ')"
 starpus=(eager lws dmda dmdas)
 policies=("${starpus[@]}" "${ours[@]}")

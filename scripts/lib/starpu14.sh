@@ -1,7 +1,8 @@
-# Sourced by scripts/setup.sh, scripts/test.sh and scripts/simgrid.sh (run
-# from the repository root): our workspace built against the StarPU 1.4.10
-# prefixes of scripts/starpu14.sh, one target directory per prefix (the
-# bindings' struct layouts differ between 1.3, 1.4 and SimGrid builds).
+# Sourced by scripts/setup.sh, scripts/test.sh, scripts/simgrid.sh and the
+# benchmark scripts (run from the repository root): our workspace built
+# against the StarPU 1.4.10 prefixes of scripts/starpu14.sh, one target
+# directory per prefix (the bindings' struct layouts differ between 1.3,
+# 1.4 and SimGrid builds).
 #
 # with_starpu14 native|simgrid CMD...: runs CMD with PKG_CONFIG_PATH,
 # CARGO_TARGET_DIR (target/starpu14-<t>) and LD_LIBRARY_PATH set for that
@@ -22,6 +23,18 @@ with_starpu14() {
         CARGO_TARGET_DIR="$PWD/target/starpu14-$t" \
         LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
         "$@"
+}
+
+# starpu14_native_ours WHO: sets `prefix` (StarPU 1.4.10's native prefix)
+# and `lib` (our library built against it); ends the calling script with
+# WHO's message when either is missing.
+starpu14_native_ours() {
+    prefix=$(starpu14_prefix native)
+    lib="$PWD/target/starpu14-native/release/libstarpu_plb.so"
+    if [ ! -f "$prefix/.plb-built" ] || [ ! -f "$lib" ]; then
+        echo "$1: StarPU 1.4.10's native build or our library for it is missing (bash scripts/setup.sh --all)" >&2
+        exit 1
+    fi
 }
 
 # build_xcheck OUT: compiles scripts/simgrid-xcheck.c (the StarPU-SimGrid side
