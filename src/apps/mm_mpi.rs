@@ -13,15 +13,20 @@
 //!    own workers (real kernel runs of `C'_j += A_(b)·B_(b)j`, pinned one
 //!    task per worker) and the times are gathered. Every collective has a
 //!    deadline (`--timeout`).
-//! 3. **Multiplication**: rank 0 holds A and B (from the seed) and sends
-//!    each node its rectangles of A and B with StarPU-MPI; then `G = N/b`
-//!    pivot steps: the owners of pivot column `k` of A send it along rows,
-//!    the owners of pivot row `k` of B along columns (StarPU-MPI), and each
-//!    node updates its C' with one task per device on its slice of columns.
-//! 4. **Check**: the C' rectangles and per-column update counts come back
-//!    to rank 0, which checks that the rectangles tile C, that every
-//!    column of C was updated exactly `G` times, and C = A·B on sampled
-//!    entries against double precision.
+//! 3. **Multiplication**: each rank generates its own rectangles of A and
+//!    B (every entry a hash of the seed and its position,
+//!    [`input_entry`]: no rank holds a whole matrix, nothing is sent);
+//!    then `G = N/b` pivot steps: the owners of pivot column `k` of A send
+//!    it along rows, the owners of pivot row `k` of B along columns
+//!    (StarPU-MPI), and each node updates its C' with one task per device
+//!    on its slice of columns.
+//! 4. **Check**: each rank keeps its C' and checks it: every column
+//!    updated exactly `G` times, and C = A·B on the sampled entries inside
+//!    its rectangle against double precision (the rows of A and columns of
+//!    B it needs generated again). Rank 0 gathers the verdicts (a few
+//!    numbers per rank) and checks that the rectangles tile C. Memory per
+//!    rank: its three rectangles and two panels; `--n` and the workers per
+//!    rank have no other limit.
 //!
 //! Single precision (the codelet of `plb app mm`); the paper uses dgemm,
 //! which changes constants, not the algorithm.
@@ -238,8 +243,6 @@ pub fn run(o: &Options) -> Result<ExitCode, Failure> {
     let g = o.n / o.b.max(1);
     let problem = if o.b == 0 || o.n % o.b != 0 {
         Some(format!("--n {} is not a multiple of --b {}", o.n, o.b))
-    } else if o.n > 16384 {
-        Some(format!("--n {} above 16384", o.n))
     } else if g * g < mpi.size as u64 {
         Some(format!(
             "{g} x {g} blocks for {} ranks: raise --n or lower --b",
@@ -445,6 +448,80 @@ fn unpack(m: &mut [f32], ld: usize, r0: usize, nr: usize, c0: usize, src: &[f32]
     }
 }
 
+/// Entry `(i, j)` of input matrix `m` (1: A, 2: B; `n` × `n`) of the run
+/// with `seed`: a value in [0, 1) from a hash of its position, so that
+/// any rank generates any block, row or column without the others.
+fn input_entry(seed: u64, m: u64, i: usize, j: usize, n: usize) -> f32 {
+    let at = (j as u64).wrapping_mul(n as u64).wrapping_add(i as u64);
+    let mut x =
+        seed ^ m.wrapping_mul(0xA076_1D64_78BD_642F) ^ at.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    // SplitMix64's finaliser.
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^= x >> 31;
+    (x >> 40) as f32 / (1u64 << 24) as f32
+}
+
+/// The entries of C checked: one per block (of `b` × `b`) and 1024 more,
+/// the same list on every rank (drawn from `seed`).
+fn samples(seed: u64, n: usize, b: usize) -> Vec<(usize, usize)> {
+    let g = n / b.max(1);
+    let mut rng = input_rng(seed, 3);
+    let mut out: Vec<(usize, usize)> = Vec::with_capacity(g * g + 1024);
+    for bi in 0..g {
+        for bj in 0..g {
+            out.push((
+                bi * b + rng.below(b as u64) as usize,
+                bj * b + rng.below(b as u64) as usize,
+            ));
+        }
+    }
+    out.extend((0..1024).map(|_| (rng.below(n as u64) as usize, rng.below(n as u64) as usize)));
+    out
+}
+
+/// Checks the sampled entries of C inside this rank's rectangle `(r0,
+/// rows, c0, cols)` (element rows `r0..r0 + rows`, columns
+/// `c0..c0 + cols`; `c` its part of C, column-major) against A·B summed in
+/// double precision from [`input_entry`]. Returns the entries found wrong
+/// (relative error above 1e-3), the largest relative error and the
+/// entries checked.
+fn verify_own(
+    seed: u64,
+    n: usize,
+    b: usize,
+    (r0, rows, c0, cols): (usize, usize, usize, usize),
+    c: &[f32],
+) -> (usize, f64, usize) {
+    let (mut bad, mut worst, mut checked) = (0, 0.0f64, 0);
+    for (i, j) in samples(seed, n, b) {
+        if !(r0..r0 + rows).contains(&i) || !(c0..c0 + cols).contains(&j) {
+            continue;
+        }
+        let (mut sum, mut abs) = (0.0f64, 0.0f64);
+        for k in 0..n {
+            let p =
+                f64::from(input_entry(seed, 1, i, k, n)) * f64::from(input_entry(seed, 2, k, j, n));
+            sum += p;
+            abs += p.abs();
+        }
+        let got = c[(i - r0) + (j - c0) * rows];
+        let err = (f64::from(got) - sum).abs() / abs.max(f64::MIN_POSITIVE);
+        if err.is_nan() || err > 1e-3 {
+            bad += 1;
+        }
+        worst = if err.is_nan() {
+            f64::INFINITY
+        } else {
+            worst.max(err)
+        };
+        checked += 1;
+    }
+    (bad, worst, checked)
+}
+
 /// One rank's run.
 struct Run<'a> {
     o: &'a Options,
@@ -459,8 +536,13 @@ struct Run<'a> {
 /// `(offset, len)` each updates.
 type Slices = (Vec<(i32, Vec<Handle>)>, Vec<(usize, usize)>);
 
-/// Per-rank figures gathered at rank 0 (fixed size).
-const STATS: usize = 40;
+/// Per-rank figures gathered at rank 0: the fixed header's length (the
+/// device split follows it), and where its own checks start in it: the
+/// first column of C not updated G times (-1: none) and that column's
+/// count, then the sampled entries found wrong, the largest relative
+/// error and the entries checked.
+const HEADER: usize = 13;
+const CHECK: usize = 8;
 
 impl<'a> Run<'a> {
     fn new(
@@ -469,13 +551,8 @@ impl<'a> Run<'a> {
         workers: Vec<String>,
         emulate: &'a BTreeMap<usize, String>,
     ) -> Result<Run<'a>, String> {
-        if workers.is_empty() || workers.len() > STATS - 8 {
-            return Err(format!(
-                "{} workers on rank {} (1 to {})",
-                workers.len(),
-                mpi.rank,
-                STATS - 8
-            ));
+        if workers.is_empty() {
+            return Err(format!("no worker on rank {}", mpi.rank));
         }
         Ok(Run {
             o,
@@ -578,56 +655,20 @@ impl<'a> Run<'a> {
             ));
         }
         let n = self.o.n as usize;
-        // Distribution: rank 0 holds A and B.
+        // Each rank generates its own blocks of A and B (those of its
+        // rectangle of C): no rank holds a whole matrix.
         let t1 = Instant::now();
-        let (ga, gb) = if rank == 0 {
-            let random = |stream| {
-                let mut rng = input_rng(self.o.seed, stream);
-                (0..n * n)
-                    .map(|_| rng.uniform_f32(0.0, 1.0))
-                    .collect::<Vec<f32>>()
-            };
-            (random(1), random(2))
-        } else {
-            (Vec::new(), Vec::new())
+        let (r0, c0) = (me.row as usize * b, me.col as usize * b);
+        let generate = |m: u64| -> Vec<f32> {
+            let mut v = Vec::with_capacity(rows * cols);
+            for j in c0..c0 + cols {
+                v.extend((r0..r0 + rows).map(|i| input_entry(self.o.seed, m, i, j, n)));
+            }
+            v
         };
-        let mut a = vec![0f32; rows * cols];
-        let mut bl = vec![0f32; rows * cols];
-        {
-            let mut packed: Vec<(Vec<f32>, usize, i64)> = Vec::new();
-            if rank == 0 {
-                for (i, r) in rects.iter().enumerate() {
-                    let (r0, nr, c0, nc) = (
-                        r.row as usize * b,
-                        r.rows as usize * b,
-                        r.col as usize * b,
-                        r.cols as usize * b,
-                    );
-                    let pa = pack(&ga, n, r0, nr, c0, nc);
-                    let pb = pack(&gb, n, r0, nr, c0, nc);
-                    if i == 0 {
-                        a.copy_from_slice(&pa);
-                        bl.copy_from_slice(&pb);
-                    } else if r.area() > 0 {
-                        packed.push((pa, i, tag(1, 0, 0, 0, i, g, q)));
-                        packed.push((pb, i, tag(1, 0, 1, 0, i, g, q)));
-                    }
-                }
-            }
-            let sends: Vec<(&[f32], usize, i64)> = packed
-                .iter()
-                .map(|(v, p, t)| (v.as_slice(), *p, *t))
-                .collect();
-            let mut recvs: Vec<(&mut [f32], usize, i64)> = Vec::new();
-            if rank != 0 && me.area() > 0 {
-                recvs.push((a.as_mut_slice(), 0, tag(1, 0, 0, 0, rank, g, q)));
-                recvs.push((bl.as_mut_slice(), 0, tag(1, 0, 1, 0, rank, g, q)));
-            }
-            self.mpi
-                .exchange("distributing A and B", &sends, &mut recvs)
-                .unwrap_or_else(|e| fatal(self.mpi, e));
-        }
-        let distribute_s = t1.elapsed().as_secs_f64();
+        let a = generate(1);
+        let bl = generate(2);
+        let generate_s = t1.elapsed().as_secs_f64();
         // The G pivot steps.
         let t2 = Instant::now();
         let mut c = super::zeroed(rows * cols);
@@ -786,72 +827,21 @@ impl<'a> Run<'a> {
         cdata.unregister_all();
         result?;
         let multiply_s = t2.elapsed().as_secs_f64();
-        // Gather C' and the column counts at rank 0.
+        // Each rank checks its own part of C: every column updated G times,
+        // and the sampled entries inside its rectangle against A·B in
+        // double precision (rows of A and columns of B generated again).
         let t3 = Instant::now();
-        let countf: Vec<f32> = counts.iter().map(|&x| x as f32).collect();
-        let mut gc = if rank == 0 {
-            vec![0f32; n * n]
-        } else {
-            Vec::new()
-        };
-        let mut gcount: Vec<Vec<f32>> = vec![Vec::new(); q];
-        {
-            let mut inbox: Vec<(usize, Vec<f32>, Vec<f32>)> = if rank == 0 {
-                rects
-                    .iter()
-                    .enumerate()
-                    .skip(1)
-                    .filter(|(_, r)| r.area() > 0)
-                    .map(|(i, r)| {
-                        let (nr, nc) = (r.rows as usize * b, r.cols as usize * b);
-                        (i, vec![0f32; nr * nc], vec![0f32; nc])
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            let mut sends: Vec<(&[f32], usize, i64)> = Vec::new();
-            if rank != 0 && me.area() > 0 {
-                sends.push((c.as_slice(), 0, tag(2, 0, 0, rank, 0, g, q)));
-                sends.push((countf.as_slice(), 0, tag(2, 0, 1, rank, 0, g, q)));
-            }
-            {
-                let mut recvs: Vec<(&mut [f32], usize, i64)> = Vec::new();
-                for (i, cv, nv) in inbox.iter_mut() {
-                    recvs.push((cv.as_mut_slice(), *i, tag(2, 0, 0, *i, 0, g, q)));
-                    recvs.push((nv.as_mut_slice(), *i, tag(2, 0, 1, *i, 0, g, q)));
-                }
-                self.mpi
-                    .exchange("collecting C", &sends, &mut recvs)
-                    .unwrap_or_else(|e| fatal(self.mpi, e));
-            }
-            if rank == 0 {
-                gcount[0] = countf.clone();
-                unpack(
-                    &mut gc,
-                    n,
-                    me.row as usize * b,
-                    rows,
-                    me.col as usize * b,
-                    &c,
-                );
-                for (i, cv, nv) in inbox {
-                    let r = rects[i];
-                    unpack(
-                        &mut gc,
-                        n,
-                        r.row as usize * b,
-                        r.rows as usize * b,
-                        r.col as usize * b,
-                        &cv,
-                    );
-                    gcount[i] = nv;
-                }
-            }
+        let mut check = [-1.0f64, 0.0, 0.0, 0.0, 0.0];
+        if let Some(col) = counts.iter().position(|&x| u64::from(x) != g) {
+            check[0] = (c0 + col) as f64;
+            check[1] = f64::from(counts[col]);
         }
-        let gather_s = t3.elapsed().as_secs_f64();
-        // Per-rank figures to rank 0.
-        let mut stats = vec![0.0f64; STATS];
+        let (bad, worst, checked) = verify_own(self.o.seed, n, b, (r0, rows, c0, cols), &c);
+        (check[2], check[3], check[4]) = (bad as f64, worst, checked as f64);
+        let check_s = t3.elapsed().as_secs_f64();
+        // Per-rank figures to rank 0: a fixed header, then the device
+        // split, as long as the longest rank's.
+        let mut stats = vec![0.0f64; HEADER];
         stats[0] = me.rows as f64;
         stats[1] = me.cols as f64;
         stats[2] = compute_s;
@@ -863,27 +853,32 @@ impl<'a> Run<'a> {
             .iter()
             .filter(|w| w.starts_with("opencl"))
             .count() as f64;
-        for (j, &w) in split.iter().enumerate() {
-            stats[8 + j] = w as f64;
-        }
+        stats[CHECK..CHECK + check.len()].copy_from_slice(&check);
         let all = self
             .mpi
             .allgather("statistics", &f64_bytes(&stats))
             .unwrap_or_else(|e| fatal(self.mpi, e));
-        let all: Vec<Vec<f64>> = all.iter().map(|v| bytes_f64(v)).collect();
+        let mut all: Vec<Vec<f64>> = all.iter().map(|v| bytes_f64(v)).collect();
+        let longest = all.iter().map(|s| s[5] as usize).max().unwrap_or(0);
+        let mut widths: Vec<f64> = split.iter().map(|&w| w as f64).collect();
+        widths.resize(longest, 0.0);
+        let splits = self
+            .mpi
+            .allgather("device splits", &f64_bytes(&widths))
+            .unwrap_or_else(|e| fatal(self.mpi, e));
+        for (s, w) in all.iter_mut().zip(&splits) {
+            let w = bytes_f64(w);
+            s.extend_from_slice(&w[..(s[5] as usize).min(w.len())]);
+        }
         let mut verdict = [1u8];
         if rank == 0 {
             let report = Report {
                 o: self.o,
                 rects: &rects,
-                gcount: &gcount,
-                gc: &gc,
-                ga: &ga,
-                gb: &gb,
                 stats: &all,
                 outcome: outcome.as_ref(),
                 emulate: self.emulate,
-                times: [partition_s, distribute_s, multiply_s, gather_s],
+                times: [partition_s, generate_s, multiply_s, check_s],
             };
             verdict[0] = u8::from(report.print());
         }
@@ -1000,7 +995,7 @@ impl Workload for PanelUpdate {
     fn verify(&self) -> Verification {
         Verification {
             ok: true,
-            detail: "checked at rank 0 over the whole product".into(),
+            detail: "checked by each rank on its own part of C".into(),
         }
     }
 }
@@ -1009,10 +1004,6 @@ impl Workload for PanelUpdate {
 struct Report<'a> {
     o: &'a Options,
     rects: &'a [Rect],
-    gcount: &'a [Vec<f32>],
-    gc: &'a [f32],
-    ga: &'a [f32],
-    gb: &'a [f32],
     stats: &'a [Vec<f64>],
     outcome: Option<&'a plb_core::cluster::HierOutcome>,
     emulate: &'a BTreeMap<usize, String>,
@@ -1023,7 +1014,7 @@ impl Report<'_> {
     /// Coverage: the rectangles tile C and every column of every node was
     /// updated exactly G times. Returns a description of what is wrong.
     fn coverage(&self) -> Result<(), String> {
-        let (g, b) = (self.o.n / self.o.b, self.o.b as usize);
+        let g = self.o.n / self.o.b;
         let mut owners = vec![0u32; (g * g) as usize];
         for r in self.rects {
             for i in r.row..r.row + r.rows {
@@ -1040,67 +1031,29 @@ impl Report<'_> {
                 owners[p]
             ));
         }
-        for (i, r) in self.rects.iter().enumerate() {
-            let counts = &self.gcount[i];
-            if counts.len() != r.cols as usize * b {
-                return Err(format!(
-                    "rank {i}: {} column counts for {} columns",
-                    counts.len(),
-                    r.cols as usize * b
-                ));
-            }
-            if let Some(c) = counts.iter().position(|&x| x != g as f32) {
+        // Each rank checked its own columns.
+        for (i, s) in self.stats.iter().enumerate() {
+            if s[CHECK] >= 0.0 {
                 return Err(format!(
                     "rank {i}: column {} of C updated {} times, not {g}",
-                    r.col as usize * b + c,
-                    counts[c]
+                    s[CHECK],
+                    s[CHECK + 1]
                 ));
             }
         }
         Ok(())
     }
 
-    /// C = A·B on one entry per block and 1024 more, in double precision.
+    /// C = A·B on one entry per block and 1024 more, in double precision,
+    /// each checked by the rank that holds it ([`verify_own`]).
     fn verify(&self) -> (bool, String) {
-        let n = self.o.n as usize;
-        let (g, b) = ((n as u64 / self.o.b) as usize, self.o.b as usize);
-        let mut rng = input_rng(self.o.seed, 3);
-        let mut samples: Vec<(usize, usize)> = Vec::new();
-        for bi in 0..g {
-            for bj in 0..g {
-                samples.push((
-                    bi * b + rng.below(b as u64) as usize,
-                    bj * b + rng.below(b as u64) as usize,
-                ));
-            }
-        }
-        samples.extend(
-            (0..1024).map(|_| (rng.below(n as u64) as usize, rng.below(n as u64) as usize)),
-        );
-        let mut bad = 0;
-        let mut worst = 0.0f64;
-        for &(i, j) in &samples {
-            let (mut sum, mut abs) = (0.0f64, 0.0f64);
-            for k in 0..n {
-                let p = f64::from(self.ga[i + k * n]) * f64::from(self.gb[k + j * n]);
-                sum += p;
-                abs += p.abs();
-            }
-            let err = (f64::from(self.gc[i + j * n]) - sum).abs() / abs.max(f64::MIN_POSITIVE);
-            if err.is_nan() || err > 1e-3 {
-                bad += 1;
-            }
-            worst = if err.is_nan() {
-                f64::INFINITY
-            } else {
-                worst.max(err)
-            };
-        }
+        let bad: f64 = self.stats.iter().map(|s| s[CHECK + 2]).sum();
+        let worst = self.stats.iter().map(|s| s[CHECK + 3]).fold(0.0, f64::max);
+        let checked: f64 = self.stats.iter().map(|s| s[CHECK + 4]).sum();
         (
-            bad == 0,
+            bad == 0.0,
             format!(
-                "{} entries vs double precision: {bad} wrong, max rel err {worst:.1e}",
-                samples.len()
+                "{checked} entries vs double precision, each checked by its rank: {bad} wrong, max rel err {worst:.1e}"
             ),
         )
     }
@@ -1165,10 +1118,10 @@ impl Report<'_> {
         let h_strips = strips.as_ref().map(|s| cma::half_perimeters(s));
         let traffic = pivot_traffic_blocks(self.rects, g);
         let traffic_strips = strips.as_ref().map(|s| pivot_traffic_blocks(s, g));
-        let [partition_s, distribute_s, multiply_s, gather_s] = self.times;
+        let [partition_s, generate_s, multiply_s, check_s] = self.times;
         for (r, s) in self.stats.iter().enumerate() {
             let split: Vec<String> = (0..s[5] as usize)
-                .map(|j| format!("{}", s[8 + j]))
+                .map(|j| format!("{}", s[HEADER + j]))
                 .collect();
             println!(
                 "rank {r}: {}x{} blocks ({:.1} % of C, ideal {:.1} %), device columns [{}], kernel {:.3} s, communication {:.3} s, {}{}",
@@ -1194,7 +1147,7 @@ impl Report<'_> {
             (o.node_rounds, o.device_rounds, o.converged, o.imbalance)
         });
         println!(
-            "{MM_MPI_TAG} ranks={q} n={n} b={} algo={} rounds={rounds} device_rounds={drounds} converged={conv} imbalance={imb:.3} partition_s={partition_s:.3} distribute_s={distribute_s:.3} multiply_s={multiply_s:.3} gather_s={gather_s:.3} gflops={:.2} shares=[{}] ideal_from={ideal_from} ideal=[{}] max_share_error={share_err:.3} h_cma={h_cma} h_strips={} traffic_blocks={traffic} traffic_blocks_strips={} coverage={} verified={} ({detail})",
+            "{MM_MPI_TAG} ranks={q} n={n} b={} algo={} rounds={rounds} device_rounds={drounds} converged={conv} imbalance={imb:.3} partition_s={partition_s:.3} generate_s={generate_s:.3} multiply_s={multiply_s:.3} check_s={check_s:.3} gflops={:.2} shares=[{}] ideal_from={ideal_from} ideal=[{}] max_share_error={share_err:.3} h_cma={h_cma} h_strips={} traffic_blocks={traffic} traffic_blocks_strips={} coverage={} verified={} ({detail})",
             self.o.b,
             self.o.algo,
             2.0 * (n as f64).powi(3) / multiply_s / 1e9,
@@ -1258,6 +1211,58 @@ mod tests {
                 assert_eq!((a, b), (rects[me].rows, rects[me].cols));
             }
         }
+    }
+
+    /// Any block generated alone equals that block of the whole matrix,
+    /// A and B differ, and entries are in [0, 1) and vary.
+    #[test]
+    fn input_entries_are_the_same_whoever_generates_them() {
+        let n = 12;
+        let whole: Vec<f32> = (0..n)
+            .flat_map(|j| (0..n).map(move |i| input_entry(7, 1, i, j, n)))
+            .collect();
+        let block = pack(&whole, n, 4, 3, 8, 2);
+        let alone: Vec<f32> = (8..10)
+            .flat_map(|j| (4..7).map(move |i| input_entry(7, 1, i, j, n)))
+            .collect();
+        assert_eq!(block, alone);
+        assert!(whole.iter().all(|&x| (0.0..1.0).contains(&x)));
+        let mean = whole.iter().sum::<f32>() / whole.len() as f32;
+        assert!((0.3..0.7).contains(&mean), "mean {mean}");
+        assert_ne!(input_entry(7, 1, 3, 5, n), input_entry(7, 2, 3, 5, n));
+        assert_ne!(input_entry(7, 1, 3, 5, n), input_entry(8, 1, 3, 5, n));
+    }
+
+    /// A rank's check finds a wrong entry of its own part, and only the
+    /// samples inside its rectangle count.
+    #[test]
+    fn each_rank_checks_the_samples_of_its_own_part() {
+        let (n, b, seed) = (16, 4, 3);
+        // The exact product on rows 4..12, columns 0..8.
+        let (r0, rows, c0, cols) = (4, 8, 0, 8);
+        let mut c = vec![0f32; rows * cols];
+        for j in 0..cols {
+            for i in 0..rows {
+                c[i + j * rows] = (0..n)
+                    .map(|k| {
+                        f64::from(input_entry(seed, 1, r0 + i, k, n))
+                            * f64::from(input_entry(seed, 2, k, c0 + j, n))
+                    })
+                    .sum::<f64>() as f32;
+            }
+        }
+        let inside = samples(seed, n, b)
+            .iter()
+            .filter(|&&(i, j)| (r0..r0 + rows).contains(&i) && (c0..c0 + cols).contains(&j))
+            .count();
+        let (bad, _, checked) = verify_own(seed, n, b, (r0, rows, c0, cols), &c);
+        assert_eq!((bad, checked), (0, inside));
+        assert!(checked >= 4, "one per block at least");
+        // Every entry off by 1 %: each sample is found wrong.
+        let off: Vec<f32> = c.iter().map(|x| x * 1.01).collect();
+        let (bad, worst, _) = verify_own(seed, n, b, (r0, rows, c0, cols), &off);
+        assert_eq!(bad, inside);
+        assert!(worst > 5e-3, "{worst}");
     }
 
     #[test]
