@@ -7,8 +7,12 @@
 //!
 //! # What happens where
 //!
-//! * **push**: the task joins the ready list (one short lock); an idle
-//!   worker is woken to place it.
+//! * **push**: under `plb-heft`, when nothing else is ready and no worker
+//!   is placing a batch, the pushing thread places the task itself,
+//!   without the lock, and queues it on the chosen worker's line (as
+//!   `dmda` places at push; [`Method::places_at_push`]); otherwise the
+//!   task joins the ready list (one short lock) and an idle worker is
+//!   woken to place it.
 //! * **pop**: when no batch waits to be placed, first the worker's own
 //!   line alone ([`pop_own`], under that line's lock only: the common
 //!   pop, as `dmda`'s per-worker queues). Otherwise, or on an empty line,
@@ -63,7 +67,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use plb_core::balance::WorkerKind;
 use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
-use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
+use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, PushStep, pop_own};
 use plb_core::dag::lines::{Line, Placed};
 use plb_core::fit::FitConfig;
 use plb_core::taskmode::placement::RefitJob;
@@ -295,6 +299,24 @@ impl DagPolicy {
         decided
     }
 
+    /// [`DagPolicy::place`], timed. A panic while placing must not leave
+    /// the batch unfinished (no batch would ever be placed again): its
+    /// tasks, dropped by the unwinding, are rescued onto capable workers
+    /// (`Task`'s `Drop`), and an empty placement ends the activation.
+    fn place_guarded(&self, batch: Batch<Task>) -> Decided<Task> {
+        let placed = self
+            .g
+            .work
+            .time(|| catch_unwind(AssertUnwindSafe(|| self.place(batch))));
+        placed.unwrap_or_else(|_| {
+            log::error!(
+                "{}: placing a batch panicked; its tasks went to capable workers directly",
+                self.name
+            );
+            Decided::nothing()
+        })
+    }
+
     /// What pops read without `state` (the caller holds it): the tasks it
     /// holds, and whether a batch is due.
     fn publish(&self, st: &GraphSched<Task>) {
@@ -408,7 +430,24 @@ impl SchedPolicy for DagPolicy {
         let mut st = relaxed_lock(&self.state);
         let t0 = self.g.held.start();
         task.announce_pushed();
-        let wake = st.push(task, &self.g.idle);
+        let step = if self.method.places_at_push() {
+            st.push_placing(task, now_s(), &self.lines, &self.g.idle)
+        } else {
+            PushStep::Wake(st.push(task, &self.g.idle))
+        };
+        self.publish(&st);
+        self.g.held.stop(t0);
+        drop(st);
+        let batch = match step {
+            PushStep::Wake(wake) => return ids(wake),
+            PushStep::Place(batch) => batch,
+        };
+        // Nothing else was ready: this thread places the task (no lock
+        // held; nobody can pop it meanwhile), then queues it.
+        let decided = self.place_guarded(batch);
+        let mut st = relaxed_lock(&self.state);
+        let t0 = self.g.held.start();
+        let wake = st.install_pushed(decided, &self.lines, &self.g.idle);
         self.publish(&st);
         self.g.held.stop(t0);
         drop(st);
@@ -457,22 +496,7 @@ impl SchedPolicy for DagPolicy {
                 GraphStep::Place(batch, woken) => {
                     // Those the last placement gave tasks start at once.
                     crate::starpu::wake_now(ids(woken));
-                    // A panic while placing must not leave the batch
-                    // unfinished (no batch would ever be placed again): its
-                    // tasks, dropped by the unwinding, are rescued onto
-                    // capable workers (`Task`'s `Drop`), and an empty
-                    // placement ends the activation.
-                    let placed = self
-                        .g
-                        .work
-                        .time(|| catch_unwind(AssertUnwindSafe(|| self.place(batch))));
-                    back = Some(placed.unwrap_or_else(|_| {
-                        log::error!(
-                            "{}: placing a batch panicked; its tasks went to capable workers directly",
-                            self.name
-                        );
-                        Decided::nothing()
-                    }));
+                    back = Some(self.place_guarded(batch));
                 }
                 GraphStep::Task(t, woken) => break (Some(t), woken),
                 GraphStep::Empty(woken) => break (None, woken),
