@@ -46,11 +46,12 @@
 //! (`lines`), taken alone by its worker's first try and, under `state`,
 //! one line at a time by the steps (queueing a placed batch, stealing, a
 //! worker leaving); expected ends and lengths are read from what the
-//! line's last holder left in atomics (`Glance`), without its lock. Tasks join a line only
-//! under `state`, and a worker marks itself idle only under `state`, so a
-//! pop on its own line cannot lose a wake-up (checked by the interleaving
-//! tests, `core/tests/interleavings/`). `models` is taken
-//! alone: by a placement (seeding a codelet's saved samples, installing
+//! line's last holder left in atomics (`Glance`), without its lock. A
+//! push that places its task releases `state` while it places and takes
+//! it again to queue the task. Tasks join a line only under `state`, and
+//! a worker marks itself idle only under `state`, so a pop on its own
+//! line cannot lose a wake-up (checked by the interleaving tests,
+//! `core/tests/interleavings/`). `models` is taken alone: by a placement (seeding a codelet's saved samples, installing
 //! their fits, predictions) and by `post_exec` (recording a sample,
 //! installing a refit); the models file is read at the first placement,
 //! before the models lock is taken to install it. No placement, fit, file
@@ -206,8 +207,9 @@ pub struct DagPolicy {
     /// Pops served by the worker's own line alone (for the summary).
     own_line_pops: AtomicU64,
     models: Mutex<Models>,
-    /// Tasks held (ready and queued), members, idle flags, timers (batch
-    /// placements and refits).
+    /// Tasks held by the scheduler (ready and deferred; the lines count
+    /// theirs in `lines`), members, idle flags, timers (batch placements
+    /// and refits).
     g: Gauges,
 }
 
