@@ -116,6 +116,11 @@ impl Protocol<'_> {
             .allgather("partitioning round", &f64_bytes(&mine))
             .unwrap_or_else(|e| fatal(self.mpi, e));
         let v: Vec<Vec<f64>> = got.iter().map(|b| bytes_f64(b)).collect();
+        // The slowest node's benchmark of this round: the next rounds' waits
+        // may last DEADLINE_SCALE times it (every rank notes the same).
+        self.mpi
+            .deadline
+            .note(v.iter().map(|t| t[1]).fold(0.0, f64::max));
         let failed: Vec<usize> = (0..v.len()).filter(|&r| v[r][3] != 0.0).collect();
         if !failed.is_empty() {
             return Err(format!(

@@ -12,7 +12,8 @@
 //!    nodes' rectangles (CMA arrangement), every rank runs its IDPA on its
 //!    own workers (real kernel runs of `C'_j += A_(b)·B_(b)j`, pinned one
 //!    task per worker) and the times are gathered. Every collective has a
-//!    deadline (`--timeout`).
+//!    deadline (`--timeout` at least, growing with the measured steps:
+//!    [`super::mpi::Deadline`]).
 //! 3. **Multiplication**: each rank generates its own rectangles of A and
 //!    B (every entry a hash of the seed and its position,
 //!    [`input_entry`]: no rank holds a whole matrix, nothing is sent);
@@ -102,7 +103,10 @@ pub struct Options {
     /// Prints every INPA round (areas, node times) on rank 0
     #[arg(long)]
     pub verbose: bool,
-    /// Seconds any collective step may wait before the job is ended
+    /// Floor of the deadline of every collective step and data exchange,
+    /// seconds: a wait lasts at most this, or 10 times the longest step
+    /// measured so far (a partitioning round's slowest node benchmark, a
+    /// pivot step) when that is longer; then the job is ended
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
     /// A deliberate fault: die:RANK (exits at once), hang:RANK (never
@@ -821,6 +825,9 @@ impl<'a> Run<'a> {
                     }
                 }
                 compute_s += tk.elapsed().as_secs_f64();
+                // This step's exchange and update: the next steps' waits
+                // may last DEADLINE_SCALE times the longest.
+                self.mpi.deadline.note(tc.elapsed().as_secs_f64());
             }
             Ok(())
         })();

@@ -11,6 +11,7 @@
 
 use std::ffi::{c_int, c_void};
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 #[repr(C)]
 struct RawMsg {
@@ -54,9 +55,49 @@ impl fmt::Display for CommError {
         match self {
             CommError::TimedOut { what, seconds } => write!(
                 f,
-                "{what}: no answer within {seconds} s (a rank died, hangs or is far slower; --timeout raises the limit)"
+                "{what}: no answer within {seconds} s (a rank died, hangs or is far slower; --timeout raises the floor of the deadline)"
             ),
             CommError::Failed { what, code } => write!(f, "{what}: MPI error {code}"),
+        }
+    }
+}
+
+/// How many times the longest step measured so far a collective or an
+/// exchange may wait ([`Deadline`]).
+pub const DEADLINE_SCALE: f64 = 10.0;
+
+/// How long a collective or an exchange may wait: the user's floor
+/// (`--timeout`), or [`DEADLINE_SCALE`] times the longest step measured so
+/// far ([`Deadline::note`]: a partitioning round's slowest node benchmark,
+/// a pivot step), whichever is longer. It grows with the measured work,
+/// never below the floor; before any step is measured it is the floor.
+#[derive(Debug)]
+pub struct Deadline {
+    floor_s: f64,
+    /// `f64` bits of the longest step (non-negative doubles order as their
+    /// bits do).
+    longest: AtomicU64,
+}
+
+impl Deadline {
+    /// A deadline of `floor_s` seconds until steps are measured.
+    pub fn new(floor_s: f64) -> Deadline {
+        Deadline {
+            floor_s,
+            longest: AtomicU64::new(0f64.to_bits()),
+        }
+    }
+
+    /// The deadline now, seconds.
+    pub fn seconds(&self) -> f64 {
+        let longest = f64::from_bits(self.longest.load(Ordering::Relaxed));
+        self.floor_s.max(DEADLINE_SCALE * longest)
+    }
+
+    /// A step took `seconds` (ignored unless finite and positive).
+    pub fn note(&self, seconds: f64) {
+        if seconds.is_finite() && seconds > 0.0 {
+            self.longest.fetch_max(seconds.to_bits(), Ordering::Relaxed);
         }
     }
 }
@@ -65,8 +106,8 @@ impl fmt::Display for CommError {
 pub struct Mpi {
     pub rank: usize,
     pub size: usize,
-    /// Deadline of every collective and exchange, seconds.
-    pub timeout_s: f64,
+    /// Deadline of every collective and exchange.
+    pub deadline: Deadline,
 }
 
 /// The rank the MPI launcher gave this process, read from its environment
@@ -102,16 +143,17 @@ impl Mpi {
         Ok(Mpi {
             rank: rank as usize,
             size: size as usize,
-            timeout_s,
+            deadline: Deadline::new(timeout_s),
         })
     }
 
-    fn check(&self, what: &str, rc: c_int) -> Result<(), CommError> {
+    fn check(&self, what: &str, rc: c_int, waited_s: f64) -> Result<(), CommError> {
         match rc {
             0 => Ok(()),
             TIMED_OUT => Err(CommError::TimedOut {
                 what: what.to_string(),
-                seconds: self.timeout_s,
+                // Shown to a tenth of a second.
+                seconds: (waited_s * 10.0).round() / 10.0,
             }),
             code => Err(CommError::Failed {
                 what: what.to_string(),
@@ -131,19 +173,15 @@ impl Mpi {
             });
         };
         let send = mine.to_vec();
+        let deadline = self.deadline.seconds();
         // SAFETY: `send` has `len` bytes and `all` `len · size`. When the
         // call completes, MPI is done with both; when it times out, the
         // request may still be pending and both are leaked just below, so
         // MPI can never write into or read from freed memory.
         let rc = unsafe {
-            plb_mpi_allgather(
-                send.as_ptr().cast(),
-                n,
-                all.as_mut_ptr().cast(),
-                self.timeout_s,
-            )
+            plb_mpi_allgather(send.as_ptr().cast(), n, all.as_mut_ptr().cast(), deadline)
         };
-        if let Err(e) = self.check(what, rc) {
+        if let Err(e) = self.check(what, rc, deadline) {
             if rc == TIMED_OUT {
                 std::mem::forget(send);
                 std::mem::forget(all);
@@ -162,17 +200,17 @@ impl Mpi {
             });
         };
         let mut tmp = buf.to_vec();
+        let deadline = self.deadline.seconds();
         // SAFETY: `tmp` has `n` bytes. When the call completes, MPI is done
         // with it; when it times out, the request may still be pending and
         // `tmp` is leaked just below, never freed under MPI.
-        let rc =
-            unsafe { plb_mpi_bcast(tmp.as_mut_ptr().cast(), n, root as c_int, self.timeout_s) };
+        let rc = unsafe { plb_mpi_bcast(tmp.as_mut_ptr().cast(), n, root as c_int, deadline) };
         if rc == TIMED_OUT {
             std::mem::forget(tmp);
         } else if rc == 0 {
             buf.copy_from_slice(&tmp);
         }
-        self.check(what, rc)
+        self.check(what, rc, deadline)
     }
 
     /// Sends and receives float buffers with StarPU-MPI (StarPU-MPI must be
@@ -199,6 +237,7 @@ impl Mpi {
             .iter_mut()
             .map(|(d, p, t)| raw(d.as_mut_ptr(), d.len(), *p, *t))
             .collect();
+        let deadline = self.deadline.seconds();
         // SAFETY: every buffer is borrowed for the whole call (sends shared,
         // receives exclusive); the C side registers, transfers and
         // unregisters them before returning 0. On an error its requests
@@ -211,10 +250,10 @@ impl Mpi {
                 s.len() as c_int,
                 r.as_ptr(),
                 r.len() as c_int,
-                self.timeout_s,
+                deadline,
             )
         };
-        self.check(what, rc)
+        self.check(what, rc, deadline)
     }
 
     /// Ends every rank of the job with `code` (MPI_Abort).
@@ -268,6 +307,25 @@ pub fn bytes_u64(b: &[u8]) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The deadline is the floor until a step is measured, then grows to
+    /// DEADLINE_SCALE times the longest step, never below the floor; bad
+    /// measurements are ignored.
+    #[test]
+    fn the_deadline_grows_with_the_longest_step_never_below_the_floor() {
+        let d = Deadline::new(60.0);
+        assert_eq!(d.seconds(), 60.0);
+        d.note(2.0);
+        assert_eq!(d.seconds(), 60.0);
+        d.note(9.0);
+        assert_eq!(d.seconds(), 90.0);
+        d.note(3.0);
+        assert_eq!(d.seconds(), 90.0, "the longest step counts");
+        d.note(f64::NAN);
+        d.note(-5.0);
+        d.note(f64::INFINITY);
+        assert_eq!(d.seconds(), 90.0);
+    }
 
     #[test]
     fn numbers_survive_the_byte_round_trip() {
