@@ -526,6 +526,20 @@ fn verify_own(
     (bad, worst, checked)
 }
 
+/// This rank's part of the product and what it cost.
+struct Product {
+    /// Its part of C (column-major, its rectangle).
+    c: Vec<f32>,
+    /// Per column of its rectangle: the updates it received.
+    counts: Vec<u32>,
+    comm_s: f64,
+    compute_s: f64,
+    /// Blocks sent to other ranks over the pivot steps.
+    sent_blocks: u64,
+    generate_s: f64,
+    multiply_s: f64,
+}
+
 /// One rank's run.
 struct Run<'a> {
     o: &'a Options,
@@ -630,7 +644,7 @@ impl<'a> Run<'a> {
 
     /// Everything after the start; `Ok(true)` when verified.
     fn all(&mut self) -> Result<bool, String> {
-        let (q, rank, g, b) = (self.mpi.size, self.mpi.rank, self.g, self.b as usize);
+        let (rank, b) = (self.mpi.rank, self.b as usize);
         let t0 = Instant::now();
         let cfg = HierConfig {
             algo: self.o.algo,
@@ -651,13 +665,22 @@ impl<'a> Run<'a> {
             outcome,
         } = distributed::partition(self.mpi, &cfg, &*self, self.o.verbose)?;
         let partition_s = t0.elapsed().as_secs_f64();
-        let me = rects[rank];
-        let (rows, cols) = (me.rows as usize * b, me.cols as usize * b);
+        let cols = rects[rank].cols as usize * b;
         if split.iter().sum::<u64>() != cols as u64 {
             return Err(format!(
                 "rank {rank}: device split {split:?} does not cover {cols} columns"
             ));
         }
+        let product = self.multiply(&rects, &split)?;
+        Ok(self.check_and_report(&rects, &split, outcome.as_ref(), product, partition_s))
+    }
+
+    /// This rank's rectangles of A and B, generated, then the `G` pivot
+    /// steps; its part of C.
+    fn multiply(&self, rects: &[Rect], split: &[u64]) -> Result<Product, String> {
+        let (q, rank, g, b) = (self.mpi.size, self.mpi.rank, self.g, self.b as usize);
+        let me = rects[rank];
+        let (rows, cols) = (me.rows as usize * b, me.cols as usize * b);
         let n = self.o.n as usize;
         // Each rank generates its own blocks of A and B (those of its
         // rectangle of C): no rank holds a whole matrix.
@@ -688,7 +711,7 @@ impl<'a> Run<'a> {
         let result = (|| -> Result<(), String> {
             for k in 0..g {
                 let tc = Instant::now();
-                let (sp, rp) = plan(&rects, rank, k);
+                let (sp, rp) = plan(rects, rank, k);
                 let mut out: Vec<(Vec<f32>, usize, i64)> = Vec::new();
                 for p in &sp {
                     let piece = if p.matrix == 0 {
@@ -799,7 +822,7 @@ impl<'a> Run<'a> {
                         .collect::<Vec<_>>()
                 } else {
                     let (mut tasks, mut ranges) =
-                        self.slices(&mut cdata, &mut apanel, &mut bpanel, &mut c, rows, &split)?;
+                        self.slices(&mut cdata, &mut apanel, &mut bpanel, &mut c, rows, split)?;
                     if fault == Some("repeat") {
                         // A second task on the first slice (StarPU orders
                         // the two read-write accesses to C).
@@ -834,6 +857,42 @@ impl<'a> Run<'a> {
         cdata.unregister_all();
         result?;
         let multiply_s = t2.elapsed().as_secs_f64();
+        Ok(Product {
+            c,
+            counts,
+            comm_s,
+            compute_s,
+            sent_blocks,
+            generate_s,
+            multiply_s,
+        })
+    }
+
+    /// Checks this rank's part of C, gathers every rank's figures and
+    /// checks at rank 0, which prints the report; returns the verdict,
+    /// which every rank receives.
+    fn check_and_report(
+        &self,
+        rects: &[Rect],
+        split: &[u64],
+        outcome: Option<&plb_core::cluster::HierOutcome>,
+        p: Product,
+        partition_s: f64,
+    ) -> bool {
+        let (rank, g, b) = (self.mpi.rank, self.g, self.b as usize);
+        let n = self.o.n as usize;
+        let me = rects[rank];
+        let (rows, cols) = (me.rows as usize * b, me.cols as usize * b);
+        let (r0, c0) = (me.row as usize * b, me.col as usize * b);
+        let Product {
+            c,
+            counts,
+            comm_s,
+            compute_s,
+            sent_blocks,
+            generate_s,
+            multiply_s,
+        } = p;
         // Each rank checks its own part of C: every column updated G times,
         // and the sampled entries inside its rectangle against A·B in
         // double precision (rows of A and columns of B generated again).
@@ -881,9 +940,9 @@ impl<'a> Run<'a> {
         if rank == 0 {
             let report = Report {
                 o: self.o,
-                rects: &rects,
+                rects,
                 stats: &all,
-                outcome: outcome.as_ref(),
+                outcome,
                 emulate: self.emulate,
                 times: [partition_s, generate_s, multiply_s, check_s],
             };
@@ -892,7 +951,7 @@ impl<'a> Run<'a> {
         self.mpi
             .bcast("verdict", &mut verdict, 0)
             .unwrap_or_else(|e| fatal(self.mpi, e));
-        Ok(verdict[0] == 1)
+        verdict[0] == 1
     }
 }
 
