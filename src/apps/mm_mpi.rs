@@ -884,25 +884,16 @@ impl<'a> Run<'a> {
         let me = rects[rank];
         let (rows, cols) = (me.rows as usize * b, me.cols as usize * b);
         let (r0, c0) = (me.row as usize * b, me.col as usize * b);
-        let Product {
-            c,
-            counts,
-            comm_s,
-            compute_s,
-            sent_blocks,
-            generate_s,
-            multiply_s,
-        } = p;
         // Each rank checks its own part of C: every column updated G times,
         // and the sampled entries inside its rectangle against A·B in
         // double precision (rows of A and columns of B generated again).
         let t3 = Instant::now();
         let mut check = [-1.0f64, 0.0, 0.0, 0.0, 0.0];
-        if let Some(col) = counts.iter().position(|&x| u64::from(x) != g) {
+        if let Some(col) = p.counts.iter().position(|&x| u64::from(x) != g) {
             check[0] = (c0 + col) as f64;
-            check[1] = f64::from(counts[col]);
+            check[1] = f64::from(p.counts[col]);
         }
-        let (bad, worst, checked) = verify_own(self.o.seed, n, b, (r0, rows, c0, cols), &c);
+        let (bad, worst, checked) = verify_own(self.o.seed, n, b, (r0, rows, c0, cols), &p.c);
         (check[2], check[3], check[4]) = (bad as f64, worst, checked as f64);
         let check_s = t3.elapsed().as_secs_f64();
         // Per-rank figures to rank 0: a fixed header, then the device
@@ -910,9 +901,9 @@ impl<'a> Run<'a> {
         let mut stats = vec![0.0f64; HEADER];
         stats[0] = me.rows as f64;
         stats[1] = me.cols as f64;
-        stats[2] = compute_s;
-        stats[3] = comm_s;
-        stats[4] = sent_blocks as f64;
+        stats[2] = p.compute_s;
+        stats[3] = p.comm_s;
+        stats[4] = p.sent_blocks as f64;
         stats[5] = split.len() as f64;
         stats[6] = self
             .workers
@@ -944,7 +935,7 @@ impl<'a> Run<'a> {
                 stats: &all,
                 outcome,
                 emulate: self.emulate,
-                times: [partition_s, generate_s, multiply_s, check_s],
+                times: [partition_s, p.generate_s, p.multiply_s, check_s],
             };
             verdict[0] = u8::from(report.print());
         }
