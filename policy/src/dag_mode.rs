@@ -7,12 +7,8 @@
 //!
 //! # What happens where
 //!
-//! * **push**: under `plb-heft`, when nothing else is ready and no worker
-//!   is placing a batch, the pushing thread places the task itself,
-//!   without the lock, and queues it on the chosen worker's line (as
-//!   `dmda` places at push; [`Method::places_at_push`]); otherwise the
-//!   task joins the ready list (one short lock) and an idle worker is
-//!   woken to place it.
+//! * **push**: the task joins the ready list (one short lock); an idle
+//!   worker is woken to place it.
 //! * **pop**: when no batch waits to be placed, first the worker's own
 //!   line alone ([`pop_own`], under that line's lock only: the common
 //!   pop, as `dmda`'s per-worker queues). Otherwise, or on an empty line,
@@ -46,12 +42,11 @@
 //! (`lines`), taken alone by its worker's first try and, under `state`,
 //! one line at a time by the steps (queueing a placed batch, stealing, a
 //! worker leaving); expected ends and lengths are read from what the
-//! line's last holder left in atomics (`Glance`), without its lock. A
-//! push that places its task releases `state` while it places and takes
-//! it again to queue the task. Tasks join a line only under `state`, and
-//! a worker marks itself idle only under `state`, so a pop on its own
-//! line cannot lose a wake-up (checked by the interleaving tests,
-//! `core/tests/interleavings/`). `models` is taken alone: by a placement (seeding a codelet's saved samples, installing
+//! line's last holder left in atomics (`Glance`), without its lock. Tasks
+//! join a line only under `state`, and a worker marks itself idle only
+//! under `state`, so a pop on its own line cannot lose a wake-up (checked
+//! by the interleaving tests, `core/tests/interleavings/`). `models` is
+//! taken alone: by a placement (seeding a codelet's saved samples, installing
 //! their fits, predictions) and by `post_exec` (recording a sample,
 //! installing a refit); the models file is read at the first placement,
 //! before the models lock is taken to install it. No placement, fit, file
@@ -68,7 +63,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use plb_core::balance::WorkerKind;
 use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
-use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, PushStep, pop_own};
+use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
 use plb_core::dag::lines::{Line, Placed};
 use plb_core::fit::FitConfig;
 use plb_core::taskmode::placement::RefitJob;
@@ -301,24 +296,6 @@ impl DagPolicy {
         decided
     }
 
-    /// [`DagPolicy::place`], timed. A panic while placing must not leave
-    /// the batch unfinished (no batch would ever be placed again): its
-    /// tasks, dropped by the unwinding, are rescued onto capable workers
-    /// (`Task`'s `Drop`), and an empty placement ends the activation.
-    fn place_guarded(&self, batch: Batch<Task>) -> Decided<Task> {
-        let placed = self
-            .g
-            .work
-            .time(|| catch_unwind(AssertUnwindSafe(|| self.place(batch))));
-        placed.unwrap_or_else(|_| {
-            log::error!(
-                "{}: placing a batch panicked; its tasks went to capable workers directly",
-                self.name
-            );
-            Decided::nothing()
-        })
-    }
-
     /// What pops read without `state` (the caller holds it): the tasks it
     /// holds, and whether a batch is due.
     fn publish(&self, st: &GraphSched<Task>) {
@@ -432,24 +409,7 @@ impl SchedPolicy for DagPolicy {
         let mut st = relaxed_lock(&self.state);
         let t0 = self.g.held.start();
         task.announce_pushed();
-        let step = if self.method.places_at_push() {
-            st.push_placing(task, now_s(), &self.lines, &self.g.idle)
-        } else {
-            PushStep::Wake(st.push(task, &self.g.idle))
-        };
-        self.publish(&st);
-        self.g.held.stop(t0);
-        drop(st);
-        let batch = match step {
-            PushStep::Wake(wake) => return ids(wake),
-            PushStep::Place(batch) => batch,
-        };
-        // Nothing else was ready: this thread places the task (no lock
-        // held; nobody can pop it meanwhile), then queues it.
-        let decided = self.place_guarded(batch);
-        let mut st = relaxed_lock(&self.state);
-        let t0 = self.g.held.start();
-        let wake = st.install_pushed(decided, &self.lines, &self.g.idle);
+        let wake = st.push(task, &self.g.idle);
         self.publish(&st);
         self.g.held.stop(t0);
         drop(st);
@@ -498,7 +458,22 @@ impl SchedPolicy for DagPolicy {
                 GraphStep::Place(batch, woken) => {
                     // Those the last placement gave tasks start at once.
                     crate::starpu::wake_now(ids(woken));
-                    back = Some(self.place_guarded(batch));
+                    // A panic while placing must not leave the batch
+                    // unfinished (no batch would ever be placed again): its
+                    // tasks, dropped by the unwinding, are rescued onto
+                    // capable workers (`Task`'s `Drop`), and an empty
+                    // placement ends the activation.
+                    let placed = self
+                        .g
+                        .work
+                        .time(|| catch_unwind(AssertUnwindSafe(|| self.place(batch))));
+                    back = Some(placed.unwrap_or_else(|_| {
+                        log::error!(
+                            "{}: placing a batch panicked; its tasks went to capable workers directly",
+                            self.name
+                        );
+                        Decided::nothing()
+                    }));
                 }
                 GraphStep::Task(t, woken) => break (Some(t), woken),
                 GraphStep::Empty(woken) => break (None, woken),

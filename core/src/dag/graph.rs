@@ -4,10 +4,8 @@
 //! the placement of a batch ([`super::decide`]) between them, without the
 //! lock. Whom to wake follows [`crate::sleepers`].
 //!
-//! * **push**: when nothing else is ready and nobody places a batch, the
-//!   pusher places the task itself ([`GraphSched::push_placing`]);
-//!   otherwise the task joins the ready list and one idle worker is woken
-//!   to place it, unless a worker is placing a batch (it will look again).
+//! * **push**: the task joins the ready list; one idle worker is woken to
+//!   place it, unless a worker is placing a batch (it will look again).
 //! * **pop**: with no batch due, a worker takes its own line's next task
 //!   holding that line alone ([`pop_own`]; each line is the caller's,
 //!   behind its own lock in the adapter). Otherwise, or on an empty line,
@@ -68,17 +66,6 @@ pub struct GraphSched<T> {
     /// spins through the same tasks until its sample arrives).
     released_at: Vec<(u64, u64)>,
     rotate: usize,
-}
-
-/// What a push ([`GraphSched::push_placing`]) leaves to its caller.
-pub enum PushStep<T> {
-    /// Wake these workers after unlocking (one idle worker to place the
-    /// ready tasks, or none).
-    Wake(Vec<usize>),
-    /// Nothing else was ready and nobody was placing: the pusher places
-    /// this batch (its task alone) without the lock, as `dmda` places at
-    /// push, and hands the result to [`GraphSched::install_pushed`].
-    Place(Batch<T>),
 }
 
 /// What one pop has done so far.
@@ -218,45 +205,6 @@ impl<T: GraphTask> GraphSched<T> {
     pub fn push(&mut self, task: T, sleepers: &Sleepers) -> Vec<usize> {
         self.ready.push_back(task);
         self.one_to_place(sleepers)
-    }
-
-    /// A task became ready: when nothing else is ready and nobody places a
-    /// batch, the caller places it at once ([`PushStep::Place`]: one
-    /// hand-off, from the pusher to the worker it chooses, instead of two);
-    /// otherwise as [`GraphSched::push`].
-    pub fn push_placing(
-        &mut self,
-        task: T,
-        now: f64,
-        lines: &impl QueueSet<Placed<T>>,
-        sleepers: &Sleepers,
-    ) -> PushStep<T> {
-        if self.ready.is_empty() && !self.activating && !self.members.is_empty() {
-            self.ready.push_back(task);
-            if let Some(batch) = self.take_batch(now, lines) {
-                return PushStep::Place(batch);
-            }
-            return PushStep::Wake(self.one_to_place(sleepers));
-        }
-        PushStep::Wake(self.push(task, sleepers))
-    }
-
-    /// Queues the batch a push placed ([`PushStep::Place`]); returns the
-    /// idle workers that got a task and, when tasks became ready meanwhile,
-    /// one idle worker to place them.
-    pub fn install_pushed(
-        &mut self,
-        decided: Decided<T>,
-        lines: &impl QueueSet<Placed<T>>,
-        sleepers: &Sleepers,
-    ) -> Vec<usize> {
-        let mut wake = self.install(decided, lines, sleepers);
-        if self.placing_due() {
-            wake.extend(self.one_to_place(sleepers));
-        }
-        wake.sort_unstable();
-        wake.dedup();
-        wake
     }
 
     /// Takes a batch to place if one is ready and nobody places one.
@@ -594,47 +542,6 @@ mod tests {
         }
         // Tasks placed again and deferred again count again.
         assert!(s.deferrals() > 27);
-    }
-
-    /// A push with nothing else ready hands its task to the pusher to
-    /// place; pushes meanwhile join the ready list; queueing the placed
-    /// task wakes its worker if idle, and one idle worker to place what
-    /// arrived meanwhile.
-    #[test]
-    fn a_push_with_nothing_ready_is_placed_by_the_pusher() {
-        let member = |id| Member {
-            id,
-            kind: WorkerKind::Cpu,
-            node: 0,
-        };
-        let sleepers = Sleepers::new(2, true);
-        let lines: TileLines = PlainQueues::new(2);
-        let mut s = GraphSched::new(2);
-        s.add_workers(&[member(0), member(1)], &sleepers);
-        let mut models = GraphModels::default();
-        models.book.record_now(0, 1, 1.0, 0.01);
-        models.book.record_now(1, 1, 1.0, 0.01);
-        sleepers.fell_idle(0, true);
-        sleepers.fell_idle(1, true);
-        let PushStep::Place(batch) = s.push_placing(Tile::job(0), 0.0, &lines, &sleepers) else {
-            panic!("nothing was ready: the pusher places");
-        };
-        assert_eq!(batch.tasks.len(), 1);
-        // Another push while the first is placed: it waits, nobody woken
-        // (the placement in progress looks at the ready list when done).
-        match s.push_placing(Tile::job(1), 0.0, &lines, &sleepers) {
-            PushStep::Wake(w) => assert!(w.is_empty(), "{w:?}"),
-            PushStep::Place(_) => panic!("a batch is being placed"),
-        }
-        let facts = batch.facts();
-        let costs = models.costs(&batch, &facts);
-        let decided = decide(Method::Heft, batch, facts, costs);
-        let wake = s.install_pushed(decided, &lines, &sleepers);
-        // The worker that got the task, and one to place task 1: both.
-        assert_eq!(wake, vec![0, 1]);
-        assert_eq!(lines.held(), 1);
-        assert_eq!(s.held(), 1);
-        assert!(s.placing_due());
     }
 
     /// A dry worker of a kind in training places the waiting tasks again

@@ -132,18 +132,6 @@ pub enum Method {
     },
 }
 
-impl Method {
-    /// Whether a push places its task at once when nothing else is ready
-    /// and no batch is being placed ([`graph::GraphSched::push_placing`]):
-    /// HEFT only. Measured on the SimGrid study's 30 pairs (SIMULATED,
-    /// docs/results.md, "Fifth round"): HEFT's makespans are level with
-    /// batch-only placement (geometric mean 1.0005), while DADA and DADA+CP
-    /// need the batches (1.029 and 1.110, up to 2.96x).
-    pub fn places_at_push(&self) -> bool {
-        matches!(self, Method::Heft)
-    }
-}
-
 /// Places every task of a batch: returns, for each task, the index of its
 /// worker. Tasks with no known cost at all are given `usize::MAX` (callers
 /// place those themselves and should not pass them).

@@ -10,7 +10,7 @@
 use plb_core::balance::WorkerKind;
 use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
-use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, PushStep, pop_own};
+use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
 use plb_core::dag::lines::Placed;
 use plb_core::sleepers::Sleepers;
 use plb_core::worker_queues::{PlainQueues, QueueSet};
@@ -71,11 +71,6 @@ pub struct Graph {
     pub sched: GraphSched<Fake>,
     lines: PlainQueues<Placed<Fake>>,
     own_line: OwnLine,
-    /// The batch the last push took to place itself (placed and installed
-    /// by the commit that follows, as the adapter does after unlocking).
-    pushed: Option<Batch<Fake>>,
-    /// Pushes that placed their task themselves.
-    pub placing_pushes: u64,
     /// Pops served by the own line alone, and by the scheduler's steps.
     pub own_pops: u64,
     pub locked_pops: u64,
@@ -104,8 +99,6 @@ impl Graph {
             sched,
             lines: PlainQueues::new(8),
             own_line,
-            pushed: None,
-            placing_pushes: 0,
             own_pops: 0,
             locked_pops: 0,
             models: GraphModels::default(),
@@ -120,30 +113,12 @@ impl Side for Graph {
     type Work = Placing;
     type Run = Fake;
 
-    fn push(&mut self, task: Fake, now: f64, sleepers: &Sleepers) -> (Vec<usize>, bool) {
-        if !self.method.places_at_push() {
-            return (self.sched.push(task, sleepers), false);
-        }
-        match self.sched.push_placing(task, now, &self.lines, sleepers) {
-            PushStep::Wake(wake) => (wake, false),
-            PushStep::Place(batch) => {
-                self.placing_pushes += 1;
-                self.pushed = Some(batch);
-                (Vec::new(), true)
-            }
-        }
+    fn push(&mut self, task: Fake, _now: f64, sleepers: &Sleepers) -> (Vec<usize>, bool) {
+        (self.sched.push(task, sleepers), false)
     }
 
-    fn commit(&mut self, _now: f64, sleepers: &Sleepers) -> Vec<usize> {
-        let Some(batch) = self.pushed.take() else {
-            return Vec::new();
-        };
-        // The placement reads only its batch: run here, just before the
-        // locked install, it is the adapter's unlocked placement.
-        let Placing::Placed(decided) = self.work(Placing::Batch(batch)) else {
-            unreachable!("a placed batch")
-        };
-        self.sched.install_pushed(decided, &self.lines, sleepers)
+    fn commit(&mut self, _now: f64, _sleepers: &Sleepers) -> Vec<usize> {
+        Vec::new()
     }
 
     fn remove(&mut self, w: usize, sleepers: &Sleepers) -> Vec<usize> {
