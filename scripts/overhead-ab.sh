@@ -37,9 +37,7 @@ one() {
   env -u PLB_EMULATE -u LD_PRELOAD -u PLB_SUMMARY STARPU_HOME="$home" STARPU_NCPU="$ncpu" STARPU_NOPENCL=0 \
     STARPU_NCUDA=0 STARPU_SCHED="$p" STARPU_SCHED_LIB="$lib" \
     LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "${cmd[@]}" 2>&1 |
-    awk -v fig="$fig" '
-      fig == "tasks" && /^Per task:/ {v = $3}
-      fig == "chol" && $1 ~ /^[0-9]+$/ && NF >= 3 {v = $2}
+    awk -v fig="$fig" "$OVERHEAD_FIGURE_AWK"'
       END {print (v == "" ? "NA" : v)}'
 }
 

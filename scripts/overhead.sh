@@ -62,9 +62,7 @@ run() {
     STARPU_NOPENCL=0 STARPU_NCUDA=0 STARPU_SCHED="$p" STARPU_SCHED_LIB="$schedlib" \
     LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     PLB_SUMMARY="$summary" "$@" 2>&1 |
-    awk -v fig="$fig" '
-      fig == "tasks" && /^Per task:/ {v = $3}
-      fig == "chol" && $1 ~ /^[0-9]+$/ && NF >= 3 {v = $2}
+    awk -v fig="$fig" "$OVERHEAD_FIGURE_AWK"'
       /^plb: policy=/ {for (i = 1; i <= NF; i++) {split($i, kv, "="); s[kv[1]] = kv[2]}
                        lock += s["lock_us"]; n += s["tasks"]; pops += s["popped"]; own += s["line_pops"]}
       END {print (v == "" ? "NA" : v), lock + 0, n + 0, pops + 0, own + 0}'

@@ -157,12 +157,6 @@ impl<I> WorkerQueue<I> {
         }
     }
 
-    /// Seconds from `now` until the worker is predicted done with what it
-    /// runs.
-    pub fn running_left_s(&self, now: f64) -> f64 {
-        self.start(now) - now
-    }
-
     /// Seconds from `now` until the running, reserved and queued work is
     /// predicted done (expected end minus now).
     pub fn load_s(&self, now: f64) -> f64 {
@@ -454,14 +448,6 @@ impl<I> WorkerQueues<I> {
     /// Tasks queued on `worker`.
     pub fn queued(&self, worker: usize) -> usize {
         self.queues.get(worker).map_or(0, |q| q.len())
-    }
-
-    /// Seconds from `now` until `worker` is predicted done with what it
-    /// runs.
-    pub fn running_left_s(&self, worker: usize, now: f64) -> f64 {
-        self.queues
-            .get(worker)
-            .map_or(0.0, |q| q.running_left_s(now))
     }
 
     /// Seconds from `now` until `worker`'s running, reserved and queued

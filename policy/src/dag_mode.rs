@@ -303,17 +303,6 @@ impl DagPolicy {
         self.due.store(st.placing_due(), Ordering::Release);
     }
 
-    /// Sets the popped task's implementation for `worker` and hands it on.
-    fn hand_over(&self, mut task: Task, worker: WorkerId, wake: Vec<WorkerId>) -> Popped {
-        if let Some(nimpl) = task.first_impl_on(worker) {
-            task.set_implementation(nimpl);
-        }
-        Popped {
-            task: Some(task),
-            wake,
-        }
-    }
-
     /// Brings the members in line with the context's (see
     /// [`SchedCtx::membership`]).
     fn sync_members(&self, ctx: SchedCtx) -> Vec<WorkerId> {
@@ -342,6 +331,17 @@ impl Drop for DagPolicy {
             Err(poisoned) => poisoned.into_inner(),
         };
         m.persisted.save(&m.graph.book);
+    }
+}
+
+/// Sets the popped task's implementation for `worker` and hands it on.
+fn hand_over(mut task: Task, worker: WorkerId, wake: Vec<WorkerId>) -> Popped {
+    if let Some(nimpl) = task.first_impl_on(worker) {
+        task.set_implementation(nimpl);
+    }
+    Popped {
+        task: Some(task),
+        wake,
     }
 }
 
@@ -441,7 +441,7 @@ impl SchedPolicy for DagPolicy {
             self.g.held.stop(t0);
             if let Some(task) = own {
                 self.own_line_pops.fetch_add(1, Ordering::Relaxed);
-                return self.hand_over(task, worker, wake);
+                return hand_over(task, worker, wake);
             }
         }
         let mut round = GraphRound::default();
@@ -481,7 +481,7 @@ impl SchedPolicy for DagPolicy {
         };
         wake.extend(ids(woken));
         match task {
-            Some(task) => self.hand_over(task, worker, wake),
+            Some(task) => hand_over(task, worker, wake),
             None => Popped { task: None, wake },
         }
     }

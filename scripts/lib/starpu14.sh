@@ -37,6 +37,14 @@ starpu14_native_ours() {
     fi
 }
 
+# The overhead benchmarks' figure in a run's output (awk rules setting `v`;
+# the caller passes `-v fig=tasks|chol`): tasks_overhead's "Per task:" µs,
+# or cholesky_implicit's time in ms.
+# shellcheck disable=SC2034  # used by the scripts that source this file
+OVERHEAD_FIGURE_AWK='
+  fig == "tasks" && /^Per task:/ {v = $3}
+  fig == "chol" && $1 ~ /^[0-9]+$/ && NF >= 3 {v = $2}'
+
 # build_xcheck OUT: compiles scripts/simgrid-xcheck.c (the StarPU-SimGrid side
 # of the simulator cross-check) into OUT against the SimGrid prefix and our
 # library built for it (target/starpu14-simgrid/release), when OUT is older
