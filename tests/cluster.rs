@@ -272,7 +272,10 @@ fn a_silent_rank_ends_the_job_with_a_message() {
 
 /// A rank that stops answering in the middle of the work (its first pivot
 /// step's data exchange through StarPU-MPI): the other rank's exchange
-/// ends at its deadline with its message, and the job ends.
+/// ends at its deadline with its message, and the job ends. (The deadline
+/// is at least `--timeout` and grows with the measured partitioning, so
+/// its value is not asserted here; `mpi::Deadline`'s unit test checks the
+/// rule.)
 #[test]
 fn a_rank_silent_in_a_data_exchange_ends_the_job_with_a_message() {
     let (_, all, _) = failing(&["--timeout", "10", "--inject-fault", "stall:1"]);
@@ -281,7 +284,7 @@ fn a_rank_silent_in_a_data_exchange_ends_the_job_with_a_message() {
         "{all}"
     );
     assert!(
-        all.contains("rank 0: pivot step: no answer within 10 s"),
+        all.contains("rank 0: pivot step: no answer within "),
         "{all}"
     );
 }
