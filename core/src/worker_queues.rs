@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 /// otherwise accumulate).
 pub const RUNNING_CAP: usize = 64;
 
-/// Queued tasks of the head's priority looked at by [`WorkerQueues::pop`].
+/// Queued tasks of the head's priority looked at by [`WorkerQueue::pop`].
 pub const READY_LOOKAHEAD: usize = 8;
 
 #[derive(Debug)]
@@ -32,9 +32,9 @@ struct Entry<I> {
     est_s: f64,
 }
 
-/// One worker's queue and its `dmda` bookkeeping. The task-graph policies
-/// keep one per worker behind the worker's own lock ([`QueueSet`]); task
-/// mode keeps them all in one [`WorkerQueues`].
+/// One worker's queue and its `dmda` bookkeeping. The schedulers reach
+/// them one worker at a time through a [`QueueSet`] (the StarPU adapters:
+/// one lock per worker).
 #[derive(Debug)]
 pub struct WorkerQueue<I> {
     items: VecDeque<Entry<I>>,
@@ -65,7 +65,7 @@ impl<I> Default for WorkerQueue<I> {
     }
 }
 
-/// In which order [`WorkerQueues::steal`] looks at the victims.
+/// In which order [`steal`] looks at the victims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VictimOrder {
     /// Latest expected end first (`dmda`-style; the task-graph policies).
@@ -97,6 +97,9 @@ pub struct Glance {
     pub busy_until: Option<f64>,
     /// Reserved and queued predictions, seconds.
     pub ahead_s: f64,
+    /// Priority of the last queued task (`i32::MAX` when none): a task of
+    /// this priority or lower would wait for every queued one.
+    pub tail_priority: i32,
 }
 
 impl Glance {
@@ -154,6 +157,7 @@ impl<I> WorkerQueue<I> {
             starts: self.starts,
             busy_until: (!self.running.is_empty()).then_some(self.busy_until),
             ahead_s: self.reserved_s + self.queued_s,
+            tail_priority: self.items.back().map_or(i32::MAX, |e| e.priority),
         }
     }
 
@@ -284,6 +288,16 @@ impl<I> WorkerQueue<I> {
         self.starts += 1;
     }
 
+    /// The worker starts a task ([`WorkerQueue::started`]); a worker that
+    /// runs one task at a time (`one_at_a_time`: a CPU worker) first
+    /// forgets what it still runs ([`WorkerQueue::forget_running`]).
+    pub fn starting(&mut self, id: Option<usize>, est_s: f64, now: f64, one_at_a_time: bool) {
+        if one_at_a_time {
+            self.forget_running(now);
+        }
+        self.started(id, est_s, now);
+    }
+
     /// The worker finished a task at `now`: the one of `id`, or without an
     /// id its oldest. Once it runs nothing its expected start is now
     /// (early or late, the prediction is replaced by the fact). A task it
@@ -329,11 +343,12 @@ impl<I> WorkerQueue<I> {
     }
 }
 
-/// Per-worker queues reached one worker at a time (the task-graph
-/// policies' adapter: one lock per worker). `with` runs `f` on `worker`'s
+/// Per-worker queues reached one worker at a time (the StarPU adapters
+/// keep each behind the worker's own lock). `with` runs `f` on `worker`'s
 /// queue (`None`: no queue for that id); `glance` reads what the last
 /// `with` left without reaching the queue; `held` counts the tasks queued
-/// over every worker.
+/// over every worker. The provided methods are the per-worker operations
+/// the schedulers use, each reaching one queue at a time.
 pub trait QueueSet<I> {
     /// Runs `f` on `worker`'s queue alone.
     fn with<R>(&self, worker: usize, f: impl FnOnce(&mut WorkerQueue<I>) -> R) -> Option<R>;
@@ -341,6 +356,104 @@ pub trait QueueSet<I> {
     fn glance(&self, worker: usize) -> Option<Glance>;
     /// Tasks queued over every worker.
     fn held(&self) -> usize;
+    /// Worker ids covered (`0..len`).
+    fn len(&self) -> usize;
+
+    /// Whether no worker id is covered.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Tasks queued on `worker` (as of its glance).
+    fn queued(&self, worker: usize) -> usize {
+        self.glance(worker).map_or(0, |g| g.len)
+    }
+
+    /// Seconds from `now` until `worker`'s running, reserved and queued
+    /// work is predicted done (as of its glance).
+    fn load_s(&self, worker: usize, now: f64) -> f64 {
+        self.glance(worker).map_or(0.0, |g| g.load_s(now))
+    }
+
+    /// See [`WorkerQueue::ahead_of_s`]; from the queue's glance unless the
+    /// task would jump ahead of queued tasks of lower priority.
+    fn ahead_of_s(&self, worker: usize, priority: i32, now: f64) -> f64 {
+        match self.glance(worker) {
+            None => 0.0,
+            Some(g) if g.tail_priority >= priority => g.load_s(now),
+            Some(_) => self
+                .with(worker, |q| q.ahead_of_s(priority, now))
+                .unwrap_or(0.0),
+        }
+    }
+
+    /// Queues `item` of `priority` on `worker` ([`WorkerQueue::push`]).
+    /// Returns it when `worker` has no queue.
+    fn push_to(&self, worker: usize, item: I, priority: i32, est_s: f64) -> Result<(), I> {
+        if worker >= self.len() {
+            return Err(item);
+        }
+        let mut item = Some(item);
+        self.with(worker, |q| {
+            if let Some(i) = item.take() {
+                q.push(i, priority, est_s);
+            }
+        });
+        item.map_or(Ok(()), Err)
+    }
+
+    /// See [`WorkerQueue::reserve`].
+    fn reserve(&self, worker: usize, est_s: f64) {
+        self.with(worker, |q| q.reserve(est_s));
+    }
+
+    /// See [`WorkerQueue::unreserve`].
+    fn unreserve(&self, worker: usize, est_s: f64) {
+        self.with(worker, |q| q.unreserve(est_s));
+    }
+
+    /// See [`WorkerQueue::take_first`].
+    fn take_first<R>(
+        &self,
+        worker: usize,
+        pick: impl FnMut(&I) -> Option<R>,
+    ) -> Option<(I, f64, R)> {
+        self.with(worker, |q| q.take_first(pick)).flatten()
+    }
+
+    /// See [`WorkerQueue::finished`].
+    fn finished(&self, worker: usize, id: Option<usize>, now: f64) {
+        self.with(worker, |q| q.finished(id, now));
+    }
+
+    /// Takes every task of `worker`'s queue and forgets what it runs and
+    /// what was reserved for it (a worker leaving).
+    fn take_queue(&self, worker: usize) -> Vec<(I, f64)> {
+        self.with(worker, |q| q.take_all()).unwrap_or_default()
+    }
+
+    /// Takes every queued task.
+    fn drain(&self) -> Vec<I> {
+        (0..self.len())
+            .flat_map(|w| self.take_queue(w))
+            .map(|(item, _)| item)
+            .collect()
+    }
+}
+
+impl<I, Q: QueueSet<I>> QueueSet<I> for std::sync::Arc<Q> {
+    fn with<R>(&self, worker: usize, f: impl FnOnce(&mut WorkerQueue<I>) -> R) -> Option<R> {
+        (**self).with(worker, f)
+    }
+    fn glance(&self, worker: usize) -> Option<Glance> {
+        (**self).glance(worker)
+    }
+    fn held(&self) -> usize {
+        (**self).held()
+    }
+    fn len(&self) -> usize {
+        (**self).len()
+    }
 }
 
 /// Queues of one owner that reaches them one at a time without locks
@@ -375,30 +488,39 @@ impl<I> QueueSet<I> for PlainQueues<I> {
     fn held(&self) -> usize {
         self.held.get()
     }
+    fn len(&self) -> usize {
+        self.queues.len()
+    }
 }
 
 /// `thief` (idle at `now`) steals from the queues of `victims` (ids; the
-/// thief's own is skipped), latest expected end first (as their glances
-/// give it), each queue reached alone ([`WorkerQueue::steal_one`]) only
-/// when its glance shows tasks. Returns the victim, the task, its
-/// prediction there and the value `gains` gave.
-pub fn steal_latest_end<I, R>(
+/// thief's own is skipped) in `order` (as their glances give it), each
+/// queue reached alone ([`WorkerQueue::steal_one`]) only when its glance
+/// shows tasks: from each, the first task for which `gains(victim, task,
+/// ahead)` gives a value ([`Ahead`]: how long the victim would take to get
+/// it done). Returns the victim, the task, its prediction there and the
+/// value.
+pub fn steal<I, R>(
     queues: &impl QueueSet<I>,
     victims: impl IntoIterator<Item = usize>,
     thief: usize,
     now: f64,
+    order: VictimOrder,
     mut gains: impl FnMut(usize, &I, Ahead) -> Option<R>,
 ) -> Option<(usize, I, f64, R)> {
-    let mut order: Vec<(usize, f64)> = victims
+    let mut found: Vec<(usize, Glance)> = victims
         .into_iter()
         .filter(|&v| v != thief)
         .filter_map(|v| {
             let g = queues.glance(v)?;
-            (g.len > 0).then(|| (v, g.load_s(now)))
+            (g.len > 0).then_some((v, g))
         })
         .collect();
-    order.sort_by(|a, b| b.1.total_cmp(&a.1));
-    order.into_iter().find_map(|(v, _)| {
+    match order {
+        VictimOrder::LatestEnd => found.sort_by(|a, b| b.1.load_s(now).total_cmp(&a.1.load_s(now))),
+        VictimOrder::LongestQueue => found.sort_by_key(|&(_, g)| std::cmp::Reverse(g.len)),
+    }
+    found.into_iter().find_map(|(v, _)| {
         queues
             .with(v, |q| q.steal_one(now, |item, ahead| gains(v, item, ahead)))
             .flatten()
@@ -406,241 +528,72 @@ pub fn steal_latest_end<I, R>(
     })
 }
 
-/// Every worker's queue, indexed by worker id, in one owner (task mode's
-/// fallback queues, under its one lock).
-#[derive(Debug)]
-pub struct WorkerQueues<I> {
-    queues: Vec<WorkerQueue<I>>,
-    held: usize,
-}
-
-impl<I> WorkerQueues<I> {
-    /// Queues for worker ids `0..n`.
-    pub fn new(n: usize) -> Self {
-        WorkerQueues {
-            queues: (0..n).map(|_| WorkerQueue::default()).collect(),
-            held: 0,
-        }
-    }
-
-    /// Makes room for worker ids below `n`.
-    pub fn grow_to(&mut self, n: usize) {
-        if n > self.queues.len() {
-            self.queues.resize_with(n, WorkerQueue::default);
-        }
-    }
-
-    /// Worker ids covered.
-    pub fn len(&self) -> usize {
-        self.queues.len()
-    }
-
-    /// Whether no worker id is covered.
-    pub fn is_empty(&self) -> bool {
-        self.queues.is_empty()
-    }
-
-    /// Tasks queued over every worker.
-    pub fn held(&self) -> usize {
-        self.held
-    }
-
-    /// Tasks queued on `worker`.
-    pub fn queued(&self, worker: usize) -> usize {
-        self.queues.get(worker).map_or(0, |q| q.len())
-    }
-
-    /// Seconds from `now` until `worker`'s running, reserved and queued
-    /// work is predicted done (expected end minus now).
-    pub fn load_s(&self, worker: usize, now: f64) -> f64 {
-        self.queues.get(worker).map_or(0.0, |q| q.load_s(now))
-    }
-
-    /// See [`WorkerQueue::ahead_of_s`].
-    pub fn ahead_of_s(&self, worker: usize, priority: i32, now: f64) -> f64 {
-        self.queues
-            .get(worker)
-            .map_or(0.0, |q| q.ahead_of_s(priority, now))
-    }
-
-    /// `worker`'s queued seconds by priority (highest first).
-    pub fn queued_by_priority(&self, worker: usize) -> Vec<(i32, f64)> {
-        self.queues
-            .get(worker)
-            .map_or_else(Vec::new, |q| q.queued_by_priority())
-    }
-
-    /// Queues `item` of `priority` on `worker`, where it is predicted to
-    /// take `est_s` seconds, after the tasks of higher or equal priority.
-    /// Returns it when `worker` has no queue.
-    pub fn push(&mut self, worker: usize, item: I, priority: i32, est_s: f64) -> Result<(), I> {
-        let Some(q) = self.queues.get_mut(worker) else {
-            return Err(item);
-        };
-        q.push(item, priority, est_s);
-        self.held += 1;
-        Ok(())
-    }
-
-    /// Counts `est_s` seconds placed on `worker` and not queued yet.
-    pub fn reserve(&mut self, worker: usize, est_s: f64) {
-        if let Some(q) = self.queues.get_mut(worker) {
-            q.reserve(est_s);
-        }
-    }
-
-    /// A reservation of [`WorkerQueues::reserve`] ended (queued or placed
-    /// elsewhere).
-    pub fn unreserve(&mut self, worker: usize, est_s: f64) {
-        if let Some(q) = self.queues.get_mut(worker) {
-            q.unreserve(est_s);
-        }
-    }
-
-    /// `worker`'s next task ([`WorkerQueue::pop`]).
-    pub fn pop(&mut self, worker: usize, prefer: impl Fn(&I) -> bool) -> Option<(I, f64)> {
-        let got = self.queues.get_mut(worker)?.pop(prefer)?;
-        self.held -= 1;
-        Some(got)
-    }
-
-    /// The first task of `worker`'s queue for which `pick` gives a value,
-    /// with its prediction and that value.
-    pub fn take_first<R>(
-        &mut self,
-        worker: usize,
-        pick: impl FnMut(&I) -> Option<R>,
-    ) -> Option<(I, f64, R)> {
-        let got = self.queues.get_mut(worker)?.take_first(pick)?;
-        self.held -= 1;
-        Some(got)
-    }
-
-    /// `thief` (idle at `now`) steals: victims with queued tasks in
-    /// `order`; from each, the first task for which `gains(victim, task,
-    /// ahead)` gives a value ([`Ahead`]: how long the victim would take to
-    /// get it done). Returns the victim, the task, its prediction there
-    /// and the value.
-    pub fn steal<R>(
-        &mut self,
-        thief: usize,
-        now: f64,
-        order: VictimOrder,
-        mut gains: impl FnMut(usize, &I, Ahead) -> Option<R>,
-    ) -> Option<(usize, I, f64, R)> {
-        let mut victims: Vec<usize> = (0..self.queues.len())
-            .filter(|&v| v != thief && !self.queues[v].is_empty())
-            .collect();
-        match order {
-            VictimOrder::LatestEnd => {
-                victims.sort_by(|&a, &b| self.load_s(b, now).total_cmp(&self.load_s(a, now)))
-            }
-            VictimOrder::LongestQueue => {
-                victims.sort_by_key(|&v| std::cmp::Reverse(self.queues[v].len()))
-            }
-        }
-        for v in victims {
-            if let Some((item, est, r)) =
-                self.queues[v].steal_one(now, |item, ahead| gains(v, item, ahead))
-            {
-                self.held -= 1;
-                return Some((v, item, est, r));
-            }
-        }
-        None
-    }
-
-    /// `worker` started a task ([`WorkerQueue::started`]).
-    pub fn started(&mut self, worker: usize, id: Option<usize>, est_s: f64, now: f64) {
-        if let Some(q) = self.queues.get_mut(worker) {
-            q.started(id, est_s, now);
-        }
-    }
-
-    /// `worker` finished a task ([`WorkerQueue::finished`]).
-    pub fn finished(&mut self, worker: usize, id: Option<usize>, now: f64) {
-        if let Some(q) = self.queues.get_mut(worker) {
-            q.finished(id, now);
-        }
-    }
-
-    /// See [`WorkerQueue::forget_running`].
-    pub fn forget_running(&mut self, worker: usize, now: f64) {
-        if let Some(q) = self.queues.get_mut(worker) {
-            q.forget_running(now);
-        }
-    }
-
-    /// Tasks `worker` runs (started, completion not reported yet).
-    #[cfg(test)]
-    fn running(&self, worker: usize) -> usize {
-        self.queues.get(worker).map_or(0, |q| q.running())
-    }
-
-    /// Takes every task of `worker`'s queue and forgets what it runs and
-    /// what was reserved for it (a worker leaving).
-    pub fn take_queue(&mut self, worker: usize) -> Vec<(I, f64)> {
-        let Some(q) = self.queues.get_mut(worker) else {
-            return Vec::new();
-        };
-        let out = q.take_all();
-        self.held -= out.len();
-        out
-    }
-
-    /// Takes every queued task.
-    pub fn drain(&mut self) -> Vec<I> {
-        (0..self.queues.len())
-            .flat_map(|w| self.take_queue(w))
-            .map(|(item, _)| item)
-            .collect()
-    }
+/// [`steal`] latest expected end first (the task-graph policies).
+pub fn steal_latest_end<I, R>(
+    queues: &impl QueueSet<I>,
+    victims: impl IntoIterator<Item = usize>,
+    thief: usize,
+    now: f64,
+    gains: impl FnMut(usize, &I, Ahead) -> Option<R>,
+) -> Option<(usize, I, f64, R)> {
+    steal(queues, victims, thief, now, VictimOrder::LatestEnd, gains)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn order_after(q: &mut WorkerQueues<u32>) -> Vec<u32> {
-        std::iter::from_fn(|| q.pop(0, |_| false).map(|(t, _)| t)).collect()
+    fn order_after(q: &PlainQueues<u32>) -> Vec<u32> {
+        std::iter::from_fn(|| pop(q, 0, |_| false).map(|(t, _)| t)).collect()
+    }
+
+    fn pop(q: &PlainQueues<u32>, w: usize, prefer: impl Fn(&u32) -> bool) -> Option<(u32, f64)> {
+        q.with(w, |x| x.pop(prefer)).flatten()
+    }
+
+    fn running(q: &PlainQueues<u32>, w: usize) -> usize {
+        q.with(w, |x| x.running()).unwrap_or(0)
     }
 
     #[test]
     fn priorities_order_each_queue_fifo_within_a_priority() {
-        let mut q = WorkerQueues::new(1);
+        let q = PlainQueues::new(1);
         for (id, prio) in [(1, 0), (2, 5), (3, 0), (4, 5)] {
-            q.push(0, id, prio, 1.0).unwrap();
+            q.push_to(0, id, prio, 1.0).unwrap();
         }
-        assert_eq!(q.queued_by_priority(0), vec![(5, 2.0), (0, 2.0)]);
+        assert_eq!(
+            q.with(0, |x| x.queued_by_priority()).unwrap(),
+            vec![(5, 2.0), (0, 2.0)]
+        );
         // A task of priority 5 waits for the two of 5; one of 0 for all.
         assert_eq!(q.ahead_of_s(0, 5, 0.0), 2.0);
         assert_eq!(q.ahead_of_s(0, 9, 0.0), 0.0);
         assert_eq!(q.ahead_of_s(0, 0, 0.0), 4.0);
-        assert_eq!(order_after(&mut q), vec![2, 4, 1, 3]);
+        assert_eq!(order_after(&q), vec![2, 4, 1, 3]);
         assert_eq!(q.held(), 0);
-        assert_eq!(q.push(3, 9, 0, 1.0), Err(9), "no queue for worker 3");
+        assert_eq!(q.push_to(3, 9, 0, 1.0), Err(9), "no queue for worker 3");
     }
 
     #[test]
     fn the_preferred_task_goes_first_within_the_head_priority() {
-        let mut q = WorkerQueues::new(1);
+        let q = PlainQueues::new(1);
         for (id, prio) in [(1, 1), (2, 1), (3, 0)] {
-            q.push(0, id, prio, 1.0).unwrap();
+            q.push_to(0, id, prio, 1.0).unwrap();
         }
         // Task 2 is preferred: before 1; task 3 (lower priority) never
         // goes before the head's priority.
-        assert_eq!(q.pop(0, |&t| t == 2 || t == 3).unwrap().0, 2);
-        assert_eq!(q.pop(0, |&t| t == 3).unwrap().0, 1);
+        assert_eq!(pop(&q, 0, |&t| t == 2 || t == 3).unwrap().0, 2);
+        assert_eq!(pop(&q, 0, |&t| t == 3).unwrap().0, 1);
     }
 
     #[test]
     fn expected_end_follows_queue_reservations_running_tasks_and_completions() {
-        let mut q = WorkerQueues::new(2);
-        q.push(0, 1, 0, 2.0).unwrap();
-        q.push(0, 2, 0, 3.0).unwrap();
+        let q = PlainQueues::new(2);
+        q.push_to(0, 1, 0, 2.0).unwrap();
+        q.push_to(0, 2, 0, 3.0).unwrap();
         assert_eq!(q.load_s(0, 10.0), 5.0);
-        let (t, est) = q.pop(0, |_| false).unwrap();
-        q.started(0, Some(t as usize), est, 10.0);
+        let (t, est) = pop(&q, 0, |_| false).unwrap();
+        q.with(0, |x| x.started(Some(t as usize), est, 10.0));
         // Running until 12, then 3 s queued.
         assert_eq!(q.load_s(0, 10.0), 5.0);
         assert_eq!(q.load_s(0, 11.0), 4.0);
@@ -658,9 +611,9 @@ mod tests {
 
     #[test]
     fn pipelined_workers_keep_their_expected_end_until_idle() {
-        let mut q: WorkerQueues<u32> = WorkerQueues::new(1);
-        q.started(0, Some(1), 2.0, 0.0);
-        q.started(0, Some(2), 2.0, 0.0);
+        let q: PlainQueues<u32> = PlainQueues::new(1);
+        q.with(0, |x| x.started(Some(1), 2.0, 0.0));
+        q.with(0, |x| x.started(Some(2), 2.0, 0.0));
         assert_eq!(q.load_s(0, 0.0), 4.0);
         q.finished(0, Some(1), 1.0);
         assert_eq!(q.load_s(0, 1.0), 3.0, "still running task 2");
@@ -668,52 +621,52 @@ mod tests {
         assert_eq!(q.load_s(0, 1.5), 0.0);
         q.finished(0, Some(99), 2.0);
         // Without ids: the oldest.
-        q.started(0, None, 2.0, 3.0);
-        q.started(0, None, 2.0, 3.0);
+        q.with(0, |x| x.started(None, 2.0, 3.0));
+        q.with(0, |x| x.started(None, 2.0, 3.0));
         q.finished(0, None, 4.0);
-        assert_eq!(q.running(0), 1);
+        assert_eq!(running(&q, 0), 1);
         assert_eq!(q.load_s(0, 4.0), 3.0);
         // Lost reports forgotten: the queue starts now.
-        q.forget_running(0, 4.5);
-        assert_eq!((q.running(0), q.load_s(0, 4.5)), (0, 0.0));
+        q.with(0, |x| x.forget_running(4.5));
+        assert_eq!((running(&q, 0), q.load_s(0, 4.5)), (0, 0.0));
     }
 
     #[test]
     fn a_thief_takes_the_first_task_its_rule_accepts_latest_victim_first() {
-        let mut q = WorkerQueues::new(3);
+        let q = PlainQueues::new(3);
         // Worker 0: three tasks of 1 s; worker 1: one of 5 s.
         for id in 0..3 {
-            q.push(0, id, 0, 1.0).unwrap();
+            q.push_to(0, id, 0, 1.0).unwrap();
         }
-        q.push(1, 10, 0, 5.0).unwrap();
+        q.push_to(1, 10, 0, 5.0).unwrap();
         // A thief finishing anything in 2.5 s: worker 1 ends last (5 s) and
         // its task ends at 5.
         let rule = |_: usize, _: &u32, a: Ahead| (2.5 < a.end_s).then_some(());
         let latest = VictimOrder::LatestEnd;
-        let (v, t, est, ()) = q.steal(2, 0.0, latest, rule).unwrap();
+        let (v, t, est, ()) = steal(&q, 0..3, 2, 0.0, latest, rule).unwrap();
         assert_eq!((v, t, est), (1, 10, 5.0));
         // Then worker 0: only its third task (ends at 3) is a gain.
-        let (v, t, _, ()) = q.steal(2, 0.0, latest, rule).unwrap();
+        let (v, t, _, ()) = steal(&q, 0..3, 2, 0.0, latest, rule).unwrap();
         assert_eq!((v, t), (0, 2));
-        assert!(q.steal(2, 0.0, latest, rule).is_none());
+        assert!(steal(&q, 0..3, 2, 0.0, latest, rule).is_none());
         assert_eq!(q.held(), 2);
         // By queue length: worker 0 (two tasks) before worker 1 (one of 9 s,
         // running a task until 4: ahead counts it in end_s, not queued_s).
-        q.push(1, 11, 0, 9.0).unwrap();
-        q.started(1, Some(7), 4.0, 0.0);
-        q.push(0, 12, 0, 1.0).unwrap();
+        q.push_to(1, 11, 0, 9.0).unwrap();
+        q.with(1, |x| x.started(Some(7), 4.0, 0.0));
+        q.push_to(0, 12, 0, 1.0).unwrap();
         let any = |_: usize, _: &u32, a: Ahead| Some(a);
-        let (v, t, _, a) = q.steal(2, 0.0, VictimOrder::LongestQueue, any).unwrap();
+        let (v, t, _, a) = steal(&q, 0..3, 2, 0.0, VictimOrder::LongestQueue, any).unwrap();
         assert_eq!((v, t, a.queued_s, a.end_s), (0, 0, 1.0, 1.0));
-        let (v, t, _, a) = q.steal(2, 0.0, VictimOrder::LatestEnd, any).unwrap();
+        let (v, t, _, a) = steal(&q, 0..3, 2, 0.0, VictimOrder::LatestEnd, any).unwrap();
         assert_eq!((v, t, a.queued_s, a.end_s), (1, 11, 9.0, 13.0));
     }
 
     #[test]
     fn take_queue_and_drain_lose_nothing() {
-        let mut q = WorkerQueues::new(3);
+        let q = PlainQueues::new(3);
         for id in 0..9u32 {
-            q.push(id as usize % 3, id, 0, 1.0).unwrap();
+            q.push_to(id as usize % 3, id, 0, 1.0).unwrap();
         }
         q.reserve(1, 4.0);
         let gone = q.take_queue(1);

@@ -58,19 +58,20 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use plb_core::balance::WorkerKind;
 use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
 use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
-use plb_core::dag::lines::{Line, Placed};
+use plb_core::dag::lines::Placed;
 use plb_core::fit::FitConfig;
 use plb_core::taskmode::placement::RefitJob;
-use plb_core::worker_queues::{Glance, QueueSet, WorkerQueue};
+use plb_core::worker_queues::QueueSet;
 
 use crate::catalog::PolicyInfo;
 use crate::gauges::Gauges;
+use crate::locked_lines::LockedLines;
 use crate::model_file::Persisted;
 use crate::starpu::{
     Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us, prefetch_useful,
@@ -114,86 +115,12 @@ struct Models {
     persisted: Persisted,
 }
 
-/// One worker's line behind its own lock, with what the last holder left
-/// for readers that do not take the lock ([`Glance`]: steals pick their
-/// victims and placements read expected ends from it).
-#[repr(align(64))]
-struct LockedLine {
-    line: Mutex<Line<Task>>,
-    len: AtomicUsize,
-    starts: AtomicU64,
-    /// `f64` bits; NaN: the worker runs nothing.
-    busy_until: AtomicU64,
-    /// `f64` bits.
-    ahead_s: AtomicU64,
-}
-
-/// Each worker's line behind its own lock, and how many tasks they hold
-/// together.
-struct LockedLines {
-    lines: Box<[LockedLine]>,
-    held: AtomicUsize,
-}
-
-impl LockedLines {
-    fn new(n: usize) -> LockedLines {
-        LockedLines {
-            lines: (0..n)
-                .map(|_| LockedLine {
-                    line: Mutex::new(WorkerQueue::default()),
-                    len: AtomicUsize::new(0),
-                    starts: AtomicU64::new(0),
-                    busy_until: AtomicU64::new(f64::NAN.to_bits()),
-                    ahead_s: AtomicU64::new(0),
-                })
-                .collect(),
-            held: AtomicUsize::new(0),
-        }
-    }
-}
-
-impl QueueSet<Placed<Task>> for LockedLines {
-    fn with<R>(&self, worker: usize, f: impl FnOnce(&mut Line<Task>) -> R) -> Option<R> {
-        let l = self.lines.get(worker)?;
-        let mut q = relaxed_lock(&l.line);
-        let before = q.len();
-        let r = f(&mut q);
-        let g = q.glance();
-        if g.len > before {
-            self.held.fetch_add(g.len - before, Ordering::AcqRel);
-        } else if before > g.len {
-            self.held.fetch_sub(before - g.len, Ordering::AcqRel);
-        }
-        l.len.store(g.len, Ordering::Release);
-        l.starts.store(g.starts, Ordering::Release);
-        let busy = g.busy_until.unwrap_or(f64::NAN);
-        l.busy_until.store(busy.to_bits(), Ordering::Release);
-        l.ahead_s.store(g.ahead_s.to_bits(), Ordering::Release);
-        Some(r)
-    }
-
-    fn glance(&self, worker: usize) -> Option<Glance> {
-        let l = self.lines.get(worker)?;
-        let busy = f64::from_bits(l.busy_until.load(Ordering::Acquire));
-        Some(Glance {
-            len: l.len.load(Ordering::Acquire),
-            starts: l.starts.load(Ordering::Acquire),
-            busy_until: (!busy.is_nan()).then_some(busy),
-            ahead_s: f64::from_bits(l.ahead_s.load(Ordering::Acquire)),
-        })
-    }
-
-    fn held(&self) -> usize {
-        self.held.load(Ordering::Acquire)
-    }
-}
-
 /// State of one scheduling context under a task-graph policy.
 pub struct DagPolicy {
     name: &'static str,
     method: Method,
     state: Mutex<GraphSched<Task>>,
-    lines: LockedLines,
+    lines: LockedLines<Placed<Task>>,
     /// [`GraphSched::placing_due`] as of the last release of `state`: a
     /// pop tries its own line alone only when it is false.
     due: AtomicBool,

@@ -15,6 +15,8 @@
 //! * [`divisible`]: the divisible-load API (blocks of `W` units for the
 //!   application to submit; C header `include/plb_divisible.h`), on
 //!   `plb-core`'s protocol driver.
+//! * [`locked_lines`]: each worker's queue behind its own lock (task mode
+//!   and the task-graph policies).
 //! * [`fifo`], [`stats`]: plain data structures the policies use.
 
 pub mod catalog;
@@ -27,6 +29,7 @@ pub mod emulation_spec;
 pub mod fifo;
 pub mod gauges;
 pub mod hold_time;
+pub mod locked_lines;
 pub mod model_file;
 pub mod starpu;
 pub mod stats;

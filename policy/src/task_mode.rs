@@ -6,41 +6,56 @@
 //!
 //! # Locks, and no model work under them
 //!
-//! `state` (the scheduler — queues, staging, epochs — and the fallback
-//! placement's models) is what push and pop take; each worker's mailbox
-//! (its tasks in flight, what its post-execution hooks measured) is taken
-//! alone, by that worker's hooks and by its next pop. Under neither is a
-//! model fitted or a block size solved:
+//! `state` (the scheduler — staging, epochs — and the fallback placement's
+//! models) is what push and the pop's steps take. Each worker's fallback
+//! queue has its own lock (`lines`, [`LockedLines`]): taken alone by the
+//! worker's first try at a pop ([`pop_own`], when no epoch is alive, no
+//! staged batch is big enough to form one and the worker has no report it
+//! must deliver: [`Scheduler::own_queue_first`], [`must_deliver`]) and by
+//! its `post_exec` (the expected end corrected); under `state`, one queue
+//! at a time, by the steps. Tasks join a queue only under `state`, and a
+//! worker marks itself idle only under `state`, so a pop on its own queue
+//! cannot lose a wake-up (checked by the interleaving tests,
+//! `core/tests/interleavings/`). Each worker's mailbox (its tasks in
+//! flight, what its post-execution hooks measured) is taken alone, by that
+//! worker's hooks and by its pops. Under none of these is a model fitted
+//! or a block size solved:
 //!
 //! * a pop is a sequence of locked steps ([`Scheduler::pop_step`]); an
 //!   epoch's balancer decision comes out as a consult, which `pop` runs
 //!   after releasing the lock and hands to its next step;
-//! * `post_exec` only fills the worker's mailbox; the worker's next pop
-//!   delivers it under `state` ([`Scheduler::deliver`]): the balancer sees
-//!   the completions at its next consult;
+//! * `post_exec` corrects the worker's expected end (its queue's lock) and
+//!   fills its mailbox; a later pop delivers it under `state`
+//!   ([`Scheduler::deliver`]): an epoch's report or a batch of
+//!   `SAMPLES_PER_DELIVERY` measurements at the worker's very next pop,
+//!   other measurements at its next pop that steps through `state`. The
+//!   balancer sees the completions at its next consult;
 //! * refits of the fallback models are jobs, run by that pop after it has
 //!   released `state`, and installed under `state` afterwards.
 //!
 //! Whom to wake is decided by the scheduler under `state`, following
 //! `plb_core::sleepers`; the adapter wakes them after releasing it. Under
-//! `state` the adapter calls StarPU only through the task's capability
-//! and data queries (`starpu_worker_can_execute_task_first_impl`, the
-//! transfer prediction from StarPU's sampled bus model, the task's
-//! priority and codelet) and `starpu_push_task_end`; nothing that can call
-//! back into the policy.
+//! `state` and a queue's lock the adapter calls StarPU only through the
+//! task's capability and data queries
+//! (`starpu_worker_can_execute_task_first_impl`, the transfer prediction
+//! from StarPU's sampled bus model, the task's priority and codelet) and
+//! `starpu_push_task_end`; nothing that can call back into the policy.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use plb_core::balance::registry::BalancerSpec;
 use plb_core::fit::FitConfig;
 use plb_core::taskmode::placement::{ModelBook, RefitJob};
 use plb_core::taskmode::{
-    EpochConsult, Finished, PopRound, PopStep, SchedTask, Scheduler, Taken, TaskModeCounters,
+    EpochConsult, Finished, PopRound, PopStep, Queued, SchedTask, Scheduler, Taken,
+    TaskModeCounters, must_deliver, pop_own,
 };
+use plb_core::worker_queues::QueueSet;
 
 use crate::catalog::PolicyInfo;
 use crate::gauges::Gauges;
+use crate::locked_lines::LockedLines;
 use crate::model_file::Persisted;
 use crate::starpu::{
     Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us, prefetch_useful,
@@ -109,26 +124,39 @@ pub fn task_mode_counters() -> TaskModeCounters {
 }
 
 /// A worker's tasks in flight, and what its `post_exec` measured that the
-/// scheduler has not seen yet (delivered at the worker's next pop: a
-/// worker always pops after `post_exec`, and a pending mailbox makes that
-/// pop take the lock).
+/// scheduler has not seen yet (delivered at one of the worker's next pops:
+/// a worker always pops after `post_exec`, and a mailbox that
+/// [`must_deliver`] makes that pop take the lock).
 #[derive(Default)]
 struct Mailbox {
     inflight: Vec<Inflight>,
     finished: Vec<Finished>,
 }
 
-/// A flag on a cache line of its own (each worker writes its own; the
-/// polling fast path reads it on every pop).
+/// What a worker's mailbox holds, on a cache line of its own (each worker
+/// writes its own; the polling fast path reads it on every pop):
+/// [`MAILBOX_EMPTY`], [`MAILBOX_SAMPLES`] or [`MAILBOX_DUE`].
 #[derive(Default)]
 #[repr(align(64))]
-struct PaddedFlag(AtomicBool);
+struct MailboxFlag(AtomicU8);
+
+/// Nothing to deliver.
+const MAILBOX_EMPTY: u8 = 0;
+/// Measurements only, delivered at the worker's next pop that steps
+/// through the scheduler.
+const MAILBOX_SAMPLES: u8 = 1;
+/// To be delivered at the worker's next pop ([`must_deliver`]).
+const MAILBOX_DUE: u8 = 2;
+
+/// The workers' fallback queues, shared by the scheduler and the pops that
+/// take their own queue alone.
+type Lines = Arc<LockedLines<Queued<Task>>>;
 
 /// The scheduler, the fallback models (with the models file they were
 /// seeded from and refits of seeded models still to run), and the counters
 /// already added to the process-wide ones.
 struct State {
-    sched: Scheduler<Task>,
+    sched: Scheduler<Task, Lines>,
     book: ModelBook,
     persisted: Persisted,
     seeded: Vec<(RefitJob, FitConfig)>,
@@ -149,12 +177,20 @@ struct Inflight {
 pub struct TaskModePolicy {
     name: &'static str,
     state: Mutex<State>,
+    /// The workers' fallback queues (also in `state`'s scheduler).
+    lines: Lines,
+    /// [`Scheduler::own_queue_first`] as of the last release of `state`.
+    own_first: AtomicBool,
+    /// Per worker id: a CPU worker (runs one task at a time).
+    cpu: Box<[AtomicBool]>,
+    /// Pops served by the worker's own queue alone.
+    own_line_pops: AtomicU64,
     /// Per worker (the one that popped the task runs it): its tasks in
     /// flight and its measured samples not yet recorded. Each is taken
     /// alone, by that worker's threads and by pops that flush it.
     mailboxes: Vec<Mutex<Mailbox>>,
-    /// Per worker: its mailbox holds samples or reports.
-    pending: Vec<PaddedFlag>,
+    /// Per worker: what its mailbox holds.
+    pending: Vec<MailboxFlag>,
     /// The models file has been read ([`TaskModePolicy::open_models_file`]).
     models_open: AtomicBool,
     /// Tasks held, members (resynchronised at pop:
@@ -199,6 +235,17 @@ impl TaskModePolicy {
         }
     }
 
+    /// What pops read without `state` (the caller holds it): the tasks held
+    /// apart from the queues, and whether a pop may try its own queue
+    /// alone.
+    fn publish_gauges(&self, st: &State) {
+        self.g
+            .queued
+            .store(st.sched.held_apart(), Ordering::Release);
+        self.own_first
+            .store(st.sched.own_queue_first(), Ordering::Release);
+    }
+
     /// Adds the scheduler's new counts to the process-wide ones.
     fn publish(st: &mut State) {
         let now = counters_array(&st.sched.counters());
@@ -221,7 +268,7 @@ impl TaskModePolicy {
         ) else {
             return Vec::new();
         };
-        if !flag.swap(false, Ordering::AcqRel) {
+        if flag.swap(MAILBOX_EMPTY, Ordering::AcqRel) == MAILBOX_EMPTY {
             return Vec::new();
         }
         let finished = std::mem::take(&mut relaxed_lock(mb).finished);
@@ -278,7 +325,7 @@ impl TaskModePolicy {
                 let State { sched, book, .. } = &mut *st;
                 sched.pop_step(w, now_s(), book, &self.g.idle, &mut round, back.take())
             };
-            self.g.queued.store(st.sched.held(), Ordering::Release);
+            self.publish_gauges(&st);
             let done = match step {
                 PopStep::Consult(c) => {
                     back = Some(c);
@@ -303,6 +350,36 @@ impl TaskModePolicy {
         let wake = wake.into_iter().map(|w| WorkerId(w as u32)).collect();
         (taken, wake)
     }
+
+    /// Sets the popped task's implementation and records it in flight on
+    /// `w` (for its `post_exec`).
+    fn hand_over(&self, w: usize, taken: Taken<Task>) -> Task {
+        let Taken {
+            mut task,
+            implementation,
+            ticket,
+            codelet,
+            units,
+            est_s,
+        } = taken;
+        task.set_implementation(implementation);
+        if let Some(mb) = self.mailboxes.get(w) {
+            let mut mb = relaxed_lock(mb);
+            if mb.inflight.len() >= INFLIGHT_PER_WORKER {
+                // An epoch ticket lost here is recovered by the epochs' lost
+                // report handling.
+                mb.inflight.remove(0);
+            }
+            mb.inflight.push(Inflight {
+                addr: task.addr(),
+                codelet,
+                units,
+                est_s,
+                ticket,
+            });
+        }
+        task
+    }
 }
 
 impl Drop for TaskModePolicy {
@@ -324,17 +401,22 @@ impl SchedPolicy for TaskModePolicy {
             log::error!("{}: {e}; epochs use plb-hac", info.name());
             BalancerSpec::parse("plb-hac").expect("registered")
         });
+        let lines: Lines = Arc::new(LockedLines::new(n));
         TaskModePolicy {
             name: info.name(),
             state: Mutex::new(State {
-                sched: Scheduler::new(spec, tuning, n),
+                sched: Scheduler::with_queues(spec, tuning, Arc::clone(&lines)),
                 book: ModelBook::default(),
                 persisted: Persisted::default(),
                 seeded: Vec::new(),
                 published: TaskModeCounters::default(),
             }),
+            lines,
+            own_first: AtomicBool::new(false),
+            cpu: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            own_line_pops: AtomicU64::new(0),
             mailboxes: (0..n).map(|_| Mutex::new(Mailbox::default())).collect(),
-            pending: (0..n).map(|_| PaddedFlag::default()).collect(),
+            pending: (0..n).map(|_| MailboxFlag::default()).collect(),
             models_open: AtomicBool::new(false),
             g: Gauges::new(n),
         }
@@ -349,9 +431,15 @@ impl SchedPolicy for TaskModePolicy {
             .into_iter()
             .map(|(w, k)| (w.index(), k))
             .collect();
+        for &(w, k) in &added {
+            if let Some(c) = self.cpu.get(w) {
+                c.store(k == plb_core::balance::WorkerKind::Cpu, Ordering::Release);
+            }
+        }
         let mut st = relaxed_lock(&self.state);
         st.sched.add_workers(&added);
         st.sched.set_reserving(prefetch_useful());
+        self.publish_gauges(&st);
         self.g
             .members
             .store(st.sched.workers().len(), Ordering::Release);
@@ -367,7 +455,7 @@ impl SchedPolicy for TaskModePolicy {
         self.g
             .members
             .store(st.sched.workers().len(), Ordering::Release);
-        self.g.queued.store(st.sched.held(), Ordering::Release);
+        self.publish_gauges(&st);
         drop(st);
         wake.into_iter().map(|w| WorkerId(w as u32)).collect()
     }
@@ -412,7 +500,7 @@ impl SchedPolicy for TaskModePolicy {
             let State { sched, book, .. } = &mut *st;
             wake.extend(sched.commit_waking(placed, book, &self.g.idle));
         }
-        self.g.queued.store(st.sched.held(), Ordering::Release);
+        self.publish_gauges(&st);
         self.g.held.stop(t0);
         drop(st);
         wake.into_iter().map(|w| WorkerId(w as u32)).collect()
@@ -424,55 +512,47 @@ impl SchedPolicy for TaskModePolicy {
         if ctx.worker_count() != self.g.members.load(Ordering::Acquire) {
             resynced = self.sync_members(ctx);
         }
-        let pending = self
+        let due = self
             .pending
             .get(w)
-            .is_some_and(|p| p.0.load(Ordering::Acquire));
-        // An idle worker skips the lock until it is notified; with polling
-        // drivers an empty policy is answered without the lock; a worker
-        // finding nothing marks itself idle under the lock (see
+            .is_some_and(|p| p.0.load(Ordering::Acquire) == MAILBOX_DUE);
+        // An idle worker skips the locks until it is notified; with polling
+        // drivers an empty policy is answered without them; a worker
+        // finding nothing marks itself idle under `state` (see
         // `central_queue`: blocking drivers need the flag to be woken).
-        let empty = self.g.queued.load(Ordering::Acquire) == 0 && !drivers_block();
-        if !pending && (empty || self.g.idle.is_idle(w)) {
+        let empty = self.g.queued.load(Ordering::Acquire) == 0
+            && self.lines.held() == 0
+            && !drivers_block();
+        if !due && (empty || self.g.idle.is_idle(w)) {
             return Popped {
                 task: None,
                 wake: resynced,
             };
         }
-        let (taken, wake) = self.take(worker);
-        let Some(Taken {
-            mut task,
-            implementation,
-            ticket,
-            codelet,
-            units,
-            est_s,
-        }) = taken
-        else {
-            let mut wake = wake;
-            wake.extend(resynced);
-            return Popped { task: None, wake };
-        };
-        task.set_implementation(implementation);
-        if let Some(mb) = self.mailboxes.get(w) {
-            let mut mb = relaxed_lock(mb);
-            if mb.inflight.len() >= INFLIGHT_PER_WORKER {
-                // An epoch ticket lost here is recovered by the epochs' lost
-                // report handling.
-                mb.inflight.remove(0);
+        if !due && self.own_first.load(Ordering::Acquire) {
+            // The common fallback pop: the worker's own queue alone.
+            let cpu = self.cpu.get(w).is_some_and(|c| c.load(Ordering::Acquire));
+            let t0 = self.g.held.start();
+            let own = self
+                .lines
+                .with(w, |q| pop_own(q, w, cpu, now_s()))
+                .flatten();
+            self.g.held.stop(t0);
+            if let Some(t) = own {
+                self.own_line_pops.fetch_add(1, Ordering::Relaxed);
+                // Counted here: the scheduler's counters see only its steps.
+                COUNTERS[2].fetch_add(1, Ordering::Relaxed);
+                return Popped {
+                    task: Some(self.hand_over(w, t)),
+                    wake: resynced,
+                };
             }
-            mb.inflight.push(Inflight {
-                addr: task.addr(),
-                codelet,
-                units,
-                est_s,
-                ticket,
-            });
         }
+        let (taken, wake) = self.take(worker);
         let mut wake = wake;
         wake.extend(resynced);
         Popped {
-            task: Some(task),
+            task: taken.map(|t| self.hand_over(w, t)),
             wake,
         }
     }
@@ -485,7 +565,8 @@ impl SchedPolicy for TaskModePolicy {
         ran_s: Option<f64>,
     ) -> Vec<WorkerId> {
         let end_s = now_us() / 1e6;
-        let Some(mb) = self.mailboxes.get(worker.index()) else {
+        let w = worker.index();
+        let Some(mb) = self.mailboxes.get(w) else {
             return Vec::new();
         };
         let addr = task.addr();
@@ -494,9 +575,6 @@ impl SchedPolicy for TaskModePolicy {
             return Vec::new();
         };
         let e = mbox.inflight.remove(i);
-        // The scheduler sees it at this worker's next pop (it may complete
-        // an epoch block other workers wait for: that pop takes the lock
-        // even when the worker would otherwise skip it, and wakes them).
         // Epoch reports are always kept; plain measurements up to a cap.
         if e.ticket.is_some() || mbox.finished.len() < SAMPLES_PER_WORKER {
             mbox.finished.push(Finished {
@@ -506,10 +584,21 @@ impl SchedPolicy for TaskModePolicy {
                 seconds: ran_s.filter(|s| s.is_finite() && *s > 0.0),
                 end_s,
             });
-            self.pending[worker.index()]
-                .0
-                .store(true, Ordering::Release);
+            // An epoch's report (it may complete a block other workers
+            // wait for) makes this worker's next pop take `state` even when
+            // it would otherwise skip it, and wake them; measurements wait
+            // for a batch.
+            let held = if must_deliver(&mbox.finished) {
+                MAILBOX_DUE
+            } else {
+                MAILBOX_SAMPLES
+            };
+            self.pending[w].0.store(held, Ordering::Release);
         }
+        drop(mbox);
+        // The worker's expected end no longer counts the task (its queue's
+        // lock alone).
+        self.lines.finished(w, None, end_s);
         // Nothing is available to another worker before this worker's next
         // pop delivers the mailbox.
         Vec::new()
@@ -530,7 +619,7 @@ impl SchedPolicy for TaskModePolicy {
             refits: relaxed_lock(&self.state).book.refits(),
             solve_s: self.g.work.seconds(),
             lock_held_s: self.g.held.held_s(),
-            own_line_pops: 0,
+            own_line_pops: self.own_line_pops.load(Ordering::Relaxed),
         }
     }
 

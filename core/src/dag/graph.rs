@@ -307,7 +307,7 @@ impl<T: GraphTask> GraphSched<T> {
         // A stolen task runs for the thief's predicted time.
         let members = self.members.iter().map(|m| m.id);
         let (p, est) = steal_placed(lines, members, worker, now)?;
-        lines.with(worker, |q| start(q, cpu, p.task.id(), est, now));
+        lines.with(worker, |q| q.starting(Some(p.task.id()), est, now, cpu));
         Some(p.task)
     }
 
@@ -434,18 +434,8 @@ impl<T: GraphTask> GraphSched<T> {
 /// the line is empty; the pop goes on with [`GraphSched::pop_step`].
 pub fn pop_own<T: GraphTask>(line: &mut Line<T>, cpu: bool, node: usize, now: f64) -> Option<T> {
     let (p, est) = line.pop(|p| p.task.input_on_node(node))?;
-    start(line, cpu, p.task.id(), est, now);
+    line.starting(Some(p.task.id()), est, now, cpu);
     Some(p.task)
-}
-
-/// The line's worker starts task `id` predicted to take `est` seconds.
-fn start<T>(line: &mut Line<T>, cpu: bool, id: usize, est: f64, now: f64) {
-    if cpu {
-        // A CPU worker runs one task at a time: what it still runs lost
-        // its report.
-        line.forget_running(now);
-    }
-    line.started(Some(id), est, now);
 }
 
 #[cfg(test)]

@@ -42,7 +42,9 @@ pub mod persist;
 pub mod placement;
 mod protocol;
 
-pub use protocol::{CONSULTS_PER_POP, Finished, PopRound, PopStep};
+pub use protocol::{
+    CONSULTS_PER_POP, Finished, PopRound, PopStep, SAMPLES_PER_DELIVERY, must_deliver,
+};
 
 use std::collections::VecDeque;
 
@@ -50,7 +52,7 @@ use crate::balance::driver::Consult;
 use crate::balance::registry::BalancerSpec;
 use crate::balance::{Tuning, WorkerKind};
 use crate::sleepers::Sleepers;
-use crate::worker_queues::{VictimOrder, WorkerQueues};
+use crate::worker_queues::{PlainQueues, QueueSet, VictimOrder, WorkerQueue, steal};
 use epoch::{Ask, Epoch, EpochPu, Ticket, epoch_min};
 use placement::{Candidate, ModelBook, choose};
 
@@ -129,8 +131,9 @@ fn same_size(a: f64, b: f64) -> bool {
     (a - b).abs() <= SIZE_TOLERANCE * a.abs().max(b.abs())
 }
 
-/// A held task with what placement computed for it.
-struct Queued<T> {
+/// A held task with what placement computed for it (the item of the
+/// workers' queues, [`QueueSet`]).
+pub struct Queued<T> {
     task: T,
     codelet: usize,
     units: f64,
@@ -151,6 +154,29 @@ fn take_runnable<T: SchedTask>(
         .enumerate()
         .find_map(|(i, q)| q.task.implementation_on(worker).map(|n| (i, n)))?;
     Some((items.remove(i)?, nimpl))
+}
+
+/// A worker's pop from its own queue alone, the caller holding only that
+/// queue (when [`Scheduler::own_queue_first`] says so): the first task the
+/// worker can run, with the queue's bookkeeping of a start (a CPU worker,
+/// `cpu`, runs one task at a time: what it still runs lost its report).
+/// `None`: nothing it can run there; the pop steps through the scheduler.
+pub fn pop_own<T: SchedTask>(
+    q: &mut WorkerQueue<Queued<T>>,
+    worker: usize,
+    cpu: bool,
+    now: f64,
+) -> Option<Taken<T>> {
+    let (item, est_s, nimpl) = q.take_first(|i| i.task.implementation_on(worker))?;
+    q.starting(None, est_s, now, cpu);
+    Some(Taken {
+        task: item.task,
+        implementation: nimpl,
+        ticket: None,
+        codelet: item.codelet,
+        units: item.units,
+        est_s: item.est_s,
+    })
 }
 
 /// Tasks of one codelet and size waiting to form an epoch.
@@ -252,7 +278,11 @@ pub enum Pop<T> {
 }
 
 /// Task mode over one scheduling context (see the module documentation).
-pub struct Scheduler<T> {
+/// The workers' fallback queues are a [`QueueSet`] the scheduler reaches
+/// one worker at a time (the StarPU adapter shares them, each behind its
+/// worker's lock, and a worker pops its own with [`pop_own`]); tests and
+/// simulations use [`PlainQueues`].
+pub struct Scheduler<T, Q = PlainQueues<Queued<T>>> {
     spec: BalancerSpec,
     tuning: Tuning,
     /// Units the balancer's training hands out per worker
@@ -261,8 +291,8 @@ pub struct Scheduler<T> {
     workers: Vec<usize>,
     kinds: Vec<WorkerKind>,
     /// Per worker index; queues of removed workers stay reachable by
-    /// stealing.
-    queues: WorkerQueues<Queued<T>>,
+    /// stealing. Tasks join them only through this scheduler's calls.
+    queues: Q,
     /// Tasks no worker of the context could run when placed.
     unplaced: VecDeque<Queued<T>>,
     staging: Option<Staging<T>>,
@@ -275,8 +305,9 @@ pub struct Scheduler<T> {
     /// Longest task measured (seconds), a floor for the epochs' grace
     /// before lost reports.
     longest_task_s: f64,
-    /// Every task held: queues, unplaced, staging and epochs.
-    total: usize,
+    /// Placements [`Scheduler::take_reserved`] handed to the caller, not
+    /// committed yet.
+    out_for_commit: usize,
     rotate: usize,
     counters: TaskModeCounters,
     /// Workers that may find work after the last call (see
@@ -295,22 +326,31 @@ pub struct Scheduler<T> {
 
 impl<T: SchedTask> Scheduler<T> {
     /// A scheduler whose epochs use the balancer `spec`, with `tuning`,
-    /// for worker indices below `max_workers`.
+    /// for worker indices below `max_workers`, with queues of its own.
     pub fn new(spec: BalancerSpec, tuning: Tuning, max_workers: usize) -> Scheduler<T> {
+        Scheduler::with_queues(spec, tuning, PlainQueues::new(max_workers))
+    }
+}
+
+impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
+    /// A scheduler over the workers' queues `queues` (worker indices below
+    /// `queues.len()`), empty.
+    pub fn with_queues(spec: BalancerSpec, tuning: Tuning, queues: Q) -> Scheduler<T, Q> {
+        let max_workers = queues.len();
         Scheduler {
             training_per_pu: spec.training_units_per_pu(&tuning),
             spec,
             tuning,
             workers: Vec::new(),
             kinds: vec![WorkerKind::Other; max_workers],
-            queues: WorkerQueues::new(max_workers),
+            queues,
             unplaced: VecDeque::new(),
             staging: None,
             epochs: Vec::new(),
             carried: VecDeque::new(),
             next_epoch: 0,
             longest_task_s: 0.0,
-            total: 0,
+            out_for_commit: 0,
             rotate: 0,
             counters: TaskModeCounters::default(),
             notify: Vec::new(),
@@ -334,6 +374,7 @@ impl<T: SchedTask> Scheduler<T> {
 
     /// The placements the last push held back (empty unless reserving).
     pub fn take_reserved(&mut self) -> Vec<Reserved<T>> {
+        self.out_for_commit += self.reserved.len();
         std::mem::take(&mut self.reserved)
     }
 
@@ -341,6 +382,7 @@ impl<T: SchedTask> Scheduler<T> {
     /// workers are notified. A placement whose worker left the context
     /// meanwhile is placed again on the remaining ones.
     pub fn commit(&mut self, placements: Vec<Reserved<T>>, book: &ModelBook) {
+        self.out_for_commit = self.out_for_commit.saturating_sub(placements.len());
         for r in placements {
             if r.worker >= self.queues.len() {
                 self.unplaced.push_back(r.item);
@@ -349,7 +391,7 @@ impl<T: SchedTask> Scheduler<T> {
             self.queues.unreserve(r.worker, r.item.est_s);
             if self.workers.contains(&r.worker) {
                 let (prio, est) = (r.item.priority, r.item.est_s);
-                if let Err(item) = self.queues.push(r.worker, r.item, prio, est) {
+                if let Err(item) = self.queues.push_to(r.worker, r.item, prio, est) {
                     self.unplaced.push_back(item);
                 }
                 self.notify.push(r.worker);
@@ -381,6 +423,7 @@ impl<T: SchedTask> Scheduler<T> {
     fn commit_leftovers(&mut self, book: &ModelBook) {
         if !self.reserved.is_empty() {
             let left = std::mem::take(&mut self.reserved);
+            self.out_for_commit += left.len();
             self.commit(left, book);
         }
     }
@@ -397,9 +440,38 @@ impl<T: SchedTask> Scheduler<T> {
         now + self.queues.load_s(worker, now)
     }
 
-    /// Tasks held (queued, staged or in epochs).
+    /// Tasks held (queued, staged, in epochs, or placed and not committed
+    /// yet).
     pub fn held(&self) -> usize {
-        self.total
+        self.held_apart() + self.queues.held()
+    }
+
+    /// Tasks held but not in the workers' queues (staged, in epochs,
+    /// unplaced, placed and not committed yet).
+    pub fn held_apart(&self) -> usize {
+        self.unplaced.len()
+            + self.staging.as_ref().map_or(0, |s| s.items.len())
+            + self.epochs.iter().map(|r| r.epoch.held()).sum::<usize>()
+            + self.reserved.len()
+            + self.out_for_commit
+    }
+
+    /// Whether a pop may take from the worker's own queue alone
+    /// ([`pop_own`]) instead of stepping through the scheduler: no epoch
+    /// is alive (epochs go before the queues) and no staged batch is big
+    /// enough to form one. A worker with unread reports must step too.
+    pub fn own_queue_first(&self) -> bool {
+        self.epochs.is_empty() && !self.staging.as_ref().is_some_and(Staging::is_big)
+    }
+
+    /// The workers' queues (shared with the caller).
+    pub fn queues(&self) -> &Q {
+        &self.queues
+    }
+
+    /// A worker's kind (`Other` for an unknown id).
+    pub fn kind_of(&self, worker: usize) -> WorkerKind {
+        self.kinds.get(worker).copied().unwrap_or(WorkerKind::Other)
     }
 
     /// The counters so far.
@@ -426,8 +498,7 @@ impl<T: SchedTask> Scheduler<T> {
     /// Workers joined (index, kind).
     pub fn add_workers(&mut self, workers: &[(usize, WorkerKind)]) {
         for &(w, kind) in workers {
-            if w >= self.queues.len() {
-                self.queues.grow_to(w + 1);
+            if w >= self.kinds.len() {
                 self.kinds.resize(w + 1, WorkerKind::Other);
             }
             self.kinds[w] = kind;
@@ -493,7 +564,7 @@ impl<T: SchedTask> Scheduler<T> {
             }
             Some(worker) => {
                 let (prio, est) = (item.priority, item.est_s);
-                if let Err(item) = self.queues.push(worker, item, prio, est) {
+                if let Err(item) = self.queues.push_to(worker, item, prio, est) {
                     self.unplaced.push_back(item);
                 }
             }
@@ -535,9 +606,14 @@ impl<T: SchedTask> Scheduler<T> {
         }
         let workers = &self.workers;
         let order = VictimOrder::LongestQueue;
-        let stolen = self
-            .queues
-            .steal(worker, self.now, order, |victim, q, ahead| {
+        let victims = 0..self.queues.len();
+        let stolen = steal(
+            &self.queues,
+            victims,
+            worker,
+            self.now,
+            order,
+            |victim, q: &Queued<T>, ahead| {
                 let nimpl = q.task.implementation_on(worker)?;
                 if !workers.contains(&victim) || q.est_s <= 0.0 {
                     return Some(nimpl);
@@ -549,7 +625,8 @@ impl<T: SchedTask> Scheduler<T> {
                     Some(t) if t >= ahead.queued_s => None,
                     _ => Some(nimpl),
                 }
-            });
+            },
+        );
         match stolen {
             Some((_, item, _, nimpl)) => Some((item, nimpl)),
             None => take_runnable(&mut self.unplaced, worker),
@@ -882,13 +959,9 @@ impl<T: SchedTask> Scheduler<T> {
         self.commit_leftovers(book);
         match self.take(worker, now, book) {
             Some(Pop::Task(t)) => {
-                self.total = self.total.saturating_sub(1);
-                if self.kinds.get(worker) == Some(&WorkerKind::Cpu) {
-                    // One task at a time: what it still runs lost its
-                    // report.
-                    self.queues.forget_running(worker, now);
-                }
-                self.queues.started(worker, None, t.est_s, now);
+                let cpu = self.kinds.get(worker) == Some(&WorkerKind::Cpu);
+                self.queues
+                    .with(worker, |q| q.starting(None, t.est_s, now, cpu));
                 Pop::Task(t)
             }
             Some(other) => other,
@@ -950,7 +1023,7 @@ impl<T: SchedTask> Scheduler<T> {
 
     /// One of `worker`'s tasks (any task it popped) finished at `now`: its
     /// expected end no longer counts it.
-    pub fn task_finished(&mut self, worker: usize, now: f64) {
+    pub fn task_finished(&self, worker: usize, now: f64) {
         self.queues.finished(worker, None, now);
     }
 
@@ -1013,7 +1086,6 @@ impl<T: SchedTask> Scheduler<T> {
         {
             s.items.push(item);
             s.last_push = now;
-            self.total += 1;
             return s
                 .capable
                 .iter()
@@ -1058,7 +1130,6 @@ impl<T: SchedTask> Scheduler<T> {
         } else {
             self.place(book, item, &capable)
         };
-        self.total += 1;
         // Wake the chosen worker if it is idle, else one idle worker that
         // may take the task.
         let one = chosen.filter(|&w| is_idle(w)).or_else(|| {
@@ -1099,7 +1170,6 @@ impl<T: SchedTask> Scheduler<T> {
     pub fn drain(&mut self) -> Vec<T> {
         let leftovers = std::mem::take(&mut self.reserved);
         let mut out: Vec<T> = leftovers.into_iter().map(|r| r.item.task).collect();
-        self.total = 0;
         for r in self.epochs.drain(..) {
             let mut epoch = r.epoch;
             let items = epoch.dissolve();

@@ -20,8 +20,9 @@
 
 use super::epoch::Ticket;
 use super::placement::{ModelBook, RefitJob};
-use super::{EpochConsult, Pop, SchedTask, Scheduler, Taken};
+use super::{EpochConsult, Pop, Queued, SchedTask, Scheduler, Taken};
 use crate::sleepers::Sleepers;
+use crate::worker_queues::QueueSet;
 
 /// Balancer consults one pop runs before it stops; the worker then pops
 /// again at once (it names itself in its wake list), so the bound only
@@ -45,9 +46,24 @@ pub enum PopStep<T> {
     Empty(Vec<usize>),
 }
 
+/// Plain measurements (no epoch report) a worker buffers before its next
+/// pop must deliver them ([`must_deliver`]).
+pub const SAMPLES_PER_DELIVERY: usize = 32;
+
+/// Whether a worker's buffered reports must be delivered at its next pop
+/// (the pop steps through the scheduler rather than taking its own queue
+/// alone): an epoch's report is waited for by the epoch's workers; plain
+/// measurements only feed the fallback models, and wait for a batch of
+/// [`SAMPLES_PER_DELIVERY`] or the next pop that steps anyway.
+pub fn must_deliver(finished: &[Finished]) -> bool {
+    finished.len() >= SAMPLES_PER_DELIVERY || finished.iter().any(|f| f.ticket.is_some())
+}
+
 /// What a worker's post-execution hook saw of one of its tasks; handed to
-/// the scheduler at the worker's next pop ([`Scheduler::deliver`]), which
-/// always follows (a worker pops after every task it ran).
+/// the scheduler at one of the worker's next pops ([`Scheduler::deliver`];
+/// [`must_deliver`] says when that must be the very next one). The
+/// worker's expected end is corrected by the hook itself
+/// ([`Scheduler::task_finished`], or the worker's queue alone).
 #[derive(Debug, Clone, Copy)]
 pub struct Finished {
     /// The epoch's ticket, for a task an epoch handed out.
@@ -62,11 +78,11 @@ pub struct Finished {
     pub end_s: f64,
 }
 
-impl<T: SchedTask> Scheduler<T> {
-    /// Delivers what `worker`'s post-execution hooks saw: the worker's
-    /// expected end, the fallback models (returns the refits that are due,
-    /// to run without the lock and install afterwards) and the epochs
-    /// (which notify their workers when a block completes).
+impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
+    /// Delivers what `worker`'s post-execution hooks saw: the fallback
+    /// models (returns the refits that are due, to run without the lock
+    /// and install afterwards) and the epochs (which notify their workers
+    /// when a block completes).
     pub fn deliver(
         &mut self,
         worker: usize,
@@ -75,7 +91,6 @@ impl<T: SchedTask> Scheduler<T> {
     ) -> Vec<RefitJob> {
         let mut jobs = Vec::new();
         for f in finished {
-            self.task_finished(worker, f.end_s);
             if let Some(s) = f.seconds
                 && let Some(job) = book.record(worker, f.codelet, f.units, s)
             {

@@ -29,7 +29,15 @@ fn task_mode_loses_no_task_and_no_worker() {
             Ok((actions, sides)) => {
                 let mut c = TaskModeCounters::default();
                 sides.iter().for_each(|s| c.add(&s.sched.counters()));
-                eprintln!("{balancer}: {actions} actions, {c:?}");
+                let own: u64 = sides.iter().map(|s| s.own_pops).sum();
+                let locked: u64 = sides.iter().map(|s| s.locked_pops).sum();
+                eprintln!(
+                    "{balancer}: {actions} actions, {c:?}, {own} own-queue pops, \
+                     {locked} locked pops"
+                );
+                // Pops take both paths: the own queue alone (between any
+                // two actions under the scheduler's lock) and the steps.
+                assert!(own > 500 && locked > 1000, "{balancer}: {own}, {locked}");
                 // The exploration reaches every path a task takes. A
                 // balancer with a training phase (PLB-HeC: 15 tasks per
                 // worker) forms epochs only of the scenarios' longer runs:
@@ -37,11 +45,11 @@ fn task_mode_loses_no_task_and_no_worker() {
                 let spec = BalancerSpec::parse(balancer).expect("registered");
                 if spec.training_units_per_pu(&Tuning::default()) > 0 {
                     assert!(c.epochs > 20 && c.epoch_tasks > 400, "{balancer}: {c:?}");
-                    assert!(c.fallback_tasks > 1000, "{balancer}: {c:?}");
+                    assert!(c.fallback_tasks + own > 1000, "{balancer}: {c:?}");
                 } else {
                     assert!(c.epochs > 50 && c.epoch_tasks > 1000, "{balancer}: {c:?}");
                     assert!(
-                        c.fallback_tasks > 1000 && c.dissolved_tasks > 0,
+                        c.fallback_tasks + own > 1000 && c.dissolved_tasks > 0,
                         "{balancer}: {c:?}"
                     );
                 }
@@ -126,4 +134,16 @@ fn finds_a_careless_own_line_pop() {
         .err()
         .expect("a pop sleeping on its empty line was not caught");
     eprintln!("careless own-line pop, seed {seed}: {e}");
+}
+
+/// And for task mode's own-queue pop: tried whatever is due (epochs
+/// alive, reports to deliver), asleep on an empty queue without the
+/// scheduler's lock, it is caught.
+#[test]
+fn finds_a_careless_own_queue_pop() {
+    let make = |plan: &explorer::Plan| TaskMode::new(plan, "plb-hac", Protocol::CarelessOwnQueue);
+    let (seed, e, _) = explore(make, 0..300)
+        .err()
+        .expect("a pop sleeping on its empty queue was not caught");
+    eprintln!("careless own-queue pop, seed {seed}: {e}");
 }

@@ -1,7 +1,12 @@
 //! Task mode (every registry balancer's epochs and the fallback queues) as
 //! the explorer's [`Side`]: the adapter's push (reserve, prefetch, commit),
-//! its pop ([`Scheduler::pop_step`], consults run unlocked), its mailbox
-//! (post-exec hooks delivered at the worker's next pop).
+//! its pop (first its own queue alone, [`pop_own`], when no epoch is alive
+//! and its mailbox holds no report it must deliver, [`must_deliver`];
+//! else [`Scheduler::pop_step`], consults run
+//! unlocked), its mailbox (post-exec hooks delivered at the worker's next
+//! pop). The queues are apart from the scheduler's other state, as the
+//! adapter's per-worker locks keep them: the own-queue pop is an atomic
+//! action of its own, between any two of the others.
 
 use plb_core::balance::registry::BalancerSpec;
 use plb_core::balance::{Tuning, WorkerKind};
@@ -9,7 +14,9 @@ use plb_core::sleepers::Sleepers;
 use plb_core::taskmode::placement::ModelBook;
 use plb_core::taskmode::{
     EpochConsult, Finished, Pop, PopRound, PopStep, Reserved, SchedTask, Scheduler, Taken,
+    must_deliver, pop_own,
 };
+use plb_core::worker_queues::QueueSet;
 
 use super::explorer::{Fake, Plan, Side, Step};
 
@@ -43,6 +50,10 @@ pub enum Protocol {
     Legacy {
         bound: usize,
     },
+    /// A tempting mistake: the own queue first whatever is due, and an
+    /// empty one marks the worker idle and ends the pop without the
+    /// scheduler's lock.
+    CarelessOwnQueue,
 }
 
 /// A pop's progress: the scheduler's round, and the consults run (the
@@ -53,8 +64,19 @@ pub struct Round {
     consults: usize,
 }
 
+/// What a pop does between two of its steps.
+pub enum TaskWork {
+    /// Run an epoch's consult without the lock.
+    Consult(EpochConsult),
+    /// The own-queue pop found nothing: the scheduler's steps next.
+    Locked,
+}
+
 pub struct TaskMode {
     pub sched: Scheduler<Fake>,
+    /// Pops served by the own queue alone, and by the scheduler's steps.
+    pub own_pops: u64,
+    pub locked_pops: u64,
     book: ModelBook,
     mailbox: Vec<Vec<Finished>>,
     reserved: Vec<Reserved<Fake>>,
@@ -79,6 +101,8 @@ impl TaskMode {
         sched.set_reserving(plan.reserving);
         TaskMode {
             sched,
+            own_pops: 0,
+            locked_pops: 0,
             book: ModelBook::default(),
             mailbox: vec![Vec::new(); plan.workers],
             reserved: Vec::new(),
@@ -119,7 +143,7 @@ impl TaskMode {
 
 impl Side for TaskMode {
     type Round = Round;
-    type Work = EpochConsult;
+    type Work = TaskWork;
     type Run = Taken<Fake>;
 
     fn push(&mut self, task: Fake, now: f64, sleepers: &Sleepers) -> (Vec<usize>, bool) {
@@ -143,9 +167,33 @@ impl Side for TaskMode {
         now: f64,
         sleepers: &Sleepers,
         round: &mut Round,
-        back: Option<EpochConsult>,
+        back: Option<TaskWork>,
         first: bool,
-    ) -> Step<EpochConsult, Taken<Fake>> {
+    ) -> Step<TaskWork, Taken<Fake>> {
+        let careless = self.protocol == Protocol::CarelessOwnQueue;
+        let current = self.protocol == Protocol::Current
+            && !must_deliver(&self.mailbox[w])
+            && self.sched.own_queue_first();
+        if first && (careless || current) {
+            // The adapter's first try: the worker's queue alone.
+            let cpu = self.sched.kind_of(w) == WorkerKind::Cpu;
+            return match self.sched.queues().with(w, |q| pop_own(q, w, cpu, now)) {
+                Some(Some(t)) => {
+                    self.own_pops += 1;
+                    Step::Task(t, Vec::new())
+                }
+                _ if careless => {
+                    sleepers.fell_idle(w, true);
+                    Step::Empty(Vec::new())
+                }
+                _ => Step::Work(TaskWork::Locked, Vec::new()),
+            };
+        }
+        let (first, back) = match back {
+            Some(TaskWork::Locked) => (true, None),
+            Some(TaskWork::Consult(c)) => (first, Some(c)),
+            None => (first, None),
+        };
         if first {
             let done = std::mem::take(&mut self.mailbox[w]);
             for job in self.sched.deliver(w, done, &mut self.book) {
@@ -157,22 +205,30 @@ impl Side for TaskMode {
             round.consults += 1;
         }
         let step = match self.protocol {
-            Protocol::Current => {
+            Protocol::Current | Protocol::CarelessOwnQueue => {
                 self.sched
                     .pop_step(w, now, &self.book, sleepers, &mut round.round, back)
             }
             Protocol::Legacy { bound } => self.legacy_step(w, now, sleepers, round, back, bound),
         };
         match step {
-            PopStep::Consult(c) => Step::Work(c, Vec::new()),
-            PopStep::Task(t, wake) => Step::Task(t, wake),
+            PopStep::Consult(c) => Step::Work(TaskWork::Consult(c), Vec::new()),
+            PopStep::Task(t, wake) => {
+                self.locked_pops += 1;
+                Step::Task(t, wake)
+            }
             PopStep::Empty(wake) => Step::Empty(wake),
         }
     }
 
-    fn work(&mut self, mut consult: EpochConsult) -> EpochConsult {
-        consult.run();
-        consult
+    fn work(&mut self, work: TaskWork) -> TaskWork {
+        match work {
+            TaskWork::Consult(mut c) => {
+                c.run();
+                TaskWork::Consult(c)
+            }
+            TaskWork::Locked => TaskWork::Locked,
+        }
     }
 
     fn task_of(run: &Taken<Fake>) -> usize {
@@ -191,6 +247,7 @@ impl Side for TaskMode {
         now: f64,
         _sleepers: &Sleepers,
     ) -> Vec<usize> {
+        self.sched.task_finished(w, now);
         self.mailbox[w].push(Finished {
             ticket: run.ticket,
             codelet: run.codelet,
