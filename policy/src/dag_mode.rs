@@ -151,7 +151,8 @@ fn now_s() -> f64 {
 impl DagPolicy {
     /// Places a batch (no lock held but the models' for the predictions)
     /// and prefetches each task's input.
-    fn place(&self, batch: Batch<Task>) -> Decided<Task> {
+    fn place(&self, mut batch: Batch<Task>) -> Decided<Task> {
+        batch.outstanding = crate::starpu::tasks_outstanding();
         // The models file is read once, at the first placement (StarPU's
         // workers are up and named: the file's identity names them), with
         // no lock held.

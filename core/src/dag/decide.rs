@@ -58,6 +58,10 @@ pub struct Batch<T> {
     pub by_priority: Vec<Vec<(i32, f64)>>,
     /// Rotation for ties among untrained workers.
     pub rotate: usize,
+    /// Tasks submitted and not done, as the runtime counts them (those
+    /// not ready yet included; at least the batch's): how much work is
+    /// still to come, for the training rule ([`GraphModels::costs`]).
+    pub outstanding: usize,
 }
 
 /// The runtime's view of one task: the implementation each member would
@@ -296,68 +300,80 @@ impl GraphModels {
                 .find(|(k, _)| *k == kind)
                 .and_then(|(_, r)| *r)
         };
-        let cost = batch
+        let cost: Vec<Vec<Option<f64>>> = batch
             .tasks
             .iter()
             .zip(facts)
-            .enumerate()
-            .map(|(k, (t, f))| {
-                let (codelet, units) = (t.codelet(), t.units());
-                let cost: Vec<Option<f64>> = (0..members.len())
+            .map(|(t, f)| {
+                (0..members.len())
                     .map(|m| {
                         f.capable[m]?;
-                        self.predict(members, m, codelet, units)
+                        self.predict(members, m, t.codelet(), t.units())
                     })
-                    .collect();
-                let capable = |m: &usize| f.capable[*m].is_some();
-                // The kind whose sample of this codelet is out, if any.
-                let sample_out = (0..members.len())
-                    .filter(capable)
-                    .filter(|&m| cost[m].is_none())
-                    .map(|m| members[m].kind)
-                    .filter(|&kind| self.training.contains(&(kind, codelet)))
-                    .min_by_key(|&kind| kind == WorkerKind::Cpu);
-                let known = cost.iter().any(Option::is_some) || sample_out.is_some();
-                let urgent = lowest.is_some_and(|low| t.priority() > low);
-                let untrained = (0..members.len())
-                    .filter(capable)
-                    .filter(|&m| {
-                        cost[m].is_none() && !self.training.contains(&(members[m].kind, codelet))
-                    })
-                    .map(|m| members[m].kind)
-                    .min_by_key(|&kind| kind == WorkerKind::Cpu)
-                    .filter(|&kind| {
-                        !known
-                            || match slowdown(kind) {
-                                Some(r) => r <= HOPELESS_RATIO,
-                                None => !urgent,
-                            }
-                    });
-                if cost.iter().all(Option::is_none) && untrained.is_none() {
-                    learning[k] = sample_out;
-                }
-                if let Some(kind) = untrained {
-                    self.training.insert((kind, codelet));
-                    train[k] = (0..members.len())
-                        .filter(|&m| members[m].kind == kind && f.capable[m].is_some())
-                        .min_by(|&a, &b| {
-                            batch.loads[a]
-                                .total_cmp(&batch.loads[b])
-                                .then(batch.queued[a].cmp(&batch.queued[b]))
-                        });
-                }
-                // A capable kind with no prediction whose training task is
-                // out (not this one).
-                awaiting[k] = (0..members.len()).any(|m| {
-                    let kind = members[m].kind;
-                    f.capable[m].is_some()
-                        && cost[m].is_none()
-                        && train[k].is_none_or(|t| members[t].kind != kind)
-                        && self.training.contains(&(kind, codelet))
-                });
-                cost
+                    .collect()
             })
             .collect();
+        let busy_s = known_busy_s(&cost, &batch.loads, batch.outstanding);
+        for (k, (t, f)) in batch.tasks.iter().zip(facts).enumerate() {
+            let codelet = t.codelet();
+            let cost = &cost[k];
+            let capable = |m: &usize| f.capable[*m].is_some();
+            // The kind whose sample of this codelet is out, if any.
+            let sample_out = (0..members.len())
+                .filter(capable)
+                .filter(|&m| cost[m].is_none())
+                .map(|m| members[m].kind)
+                .filter(|&kind| self.training.contains(&(kind, codelet)))
+                .min_by_key(|&kind| kind == WorkerKind::Cpu);
+            let known = cost.iter().any(Option::is_some) || sample_out.is_some();
+            let urgent = lowest.is_some_and(|low| t.priority() > low);
+            // A kind of unknown speed may be HOPELESS_RATIO times slower
+            // than the known one: its first task would then hold the end of
+            // the run unless the known workers stay busy that long with the
+            // work ahead (the batch and the tasks still to come).
+            let affordable = cost
+                .iter()
+                .flatten()
+                .copied()
+                .min_by(f64::total_cmp)
+                .is_some_and(|c| HOPELESS_RATIO * c <= busy_s);
+            let untrained = (0..members.len())
+                .filter(capable)
+                .filter(|&m| {
+                    cost[m].is_none() && !self.training.contains(&(members[m].kind, codelet))
+                })
+                .map(|m| members[m].kind)
+                .min_by_key(|&kind| kind == WorkerKind::Cpu)
+                .filter(|&kind| {
+                    !known
+                        || match slowdown(kind) {
+                            Some(r) => r <= HOPELESS_RATIO,
+                            None => !urgent && affordable,
+                        }
+                });
+            if cost.iter().all(Option::is_none) && untrained.is_none() {
+                learning[k] = sample_out;
+            }
+            if let Some(kind) = untrained {
+                self.training.insert((kind, codelet));
+                train[k] = (0..members.len())
+                    .filter(|&m| members[m].kind == kind && f.capable[m].is_some())
+                    .min_by(|&a, &b| {
+                        batch.loads[a]
+                            .total_cmp(&batch.loads[b])
+                            .then(batch.queued[a].cmp(&batch.queued[b]))
+                    });
+            }
+            // A capable kind with no prediction whose training task is
+            // out (not this one).
+            awaiting[k] = (0..members.len()).any(|m| {
+                let kind = members[m].kind;
+                f.capable[m].is_some()
+                    && cost[m].is_none()
+                    && train[k].is_none_or(|t| members[t].kind != kind)
+                    && self.training.contains(&(kind, codelet))
+            });
+        }
         Costs {
             cost,
             train,
@@ -365,6 +381,28 @@ impl GraphModels {
             learning,
         }
     }
+}
+
+/// How long the members with a prediction for some task of the batch
+/// would stay busy if they ran all the work ahead: their expected ends,
+/// each task's smallest prediction, and the `outstanding` tasks not in the
+/// batch (submitted, not ready yet) at the batch's mean prediction, spread
+/// over them (seconds from now; 0 when no member has a prediction).
+fn known_busy_s(cost: &[Vec<Option<f64>>], loads: &[f64], outstanding: usize) -> f64 {
+    let known: Vec<usize> = (0..loads.len())
+        .filter(|&m| cost.iter().any(|c| c.get(m).is_some_and(Option::is_some)))
+        .collect();
+    if known.is_empty() {
+        return 0.0;
+    }
+    let backlog: f64 = known.iter().map(|&m| loads[m].max(0.0)).sum();
+    let best: Vec<f64> = cost
+        .iter()
+        .filter_map(|c| c.iter().flatten().copied().min_by(f64::total_cmp))
+        .collect();
+    let work: f64 = best.iter().sum();
+    let to_come = outstanding.saturating_sub(cost.len()) as f64 * work / best.len() as f64;
+    (backlog + work + to_come) / known.len() as f64
 }
 
 /// Places `batch` by `method` (no lock, no model access): tasks being
@@ -391,6 +429,7 @@ pub fn decide<T: GraphTask>(
         mut queued,
         by_priority,
         rotate,
+        outstanding: _,
     } = batch;
     let mut decisions = Vec::with_capacity(tasks.len());
     let mut stranded = Vec::new();
@@ -554,6 +593,7 @@ mod tests {
             queued: vec![0; 2],
             by_priority: vec![Vec::new(); 2],
             rotate: 0,
+            outstanding: 0,
         }
     }
 
@@ -598,16 +638,46 @@ mod tests {
     }
 
     #[test]
-    fn a_kind_of_unknown_speed_trains_on_the_least_urgent_tasks_only() {
+    fn a_kind_of_unknown_speed_trains_on_a_non_urgent_task_when_the_known_kind_stays_busy() {
         let mut m = GraphModels::default();
-        // Codelet 1 is known on the GPU; the CPU's speed is not known.
+        // Codelet 1 is known on the GPU (0.01 s a task); the CPU's speed
+        // is not known: it may be HOPELESS_RATIO times slower (0.5 s).
         m.book.record_now(1, 1, 1.0, 0.01);
-        // An urgent task (priority 9 above the lowest seen, 0) does not
-        // train the CPU; the least urgent one does, once.
-        assert_eq!(
-            trains(&mut m, &[(1, 9), (1, 0), (1, 0)]),
-            vec![None, Some(WorkerKind::Cpu), None]
-        );
+        // The GPU would be done with the batch in 0.03 s: a CPU task
+        // could end the run late, so none trains it.
+        let tiles = [(1, 9), (1, 0), (1, 0)];
+        assert_eq!(trains(&mut m, &tiles), vec![None, None, None]);
+        // With 1 s of work queued on the GPU: an urgent task (priority 9
+        // above the lowest seen, 0) does not train the CPU; the least
+        // urgent one does, once.
+        let b = Batch {
+            loads: vec![0.0, 1.0],
+            ..batch(&tiles)
+        };
+        let facts = b.facts();
+        let trained: Vec<_> = m
+            .costs(&b, &facts)
+            .train
+            .iter()
+            .map(|t| t.map(|w| b.members[w].kind))
+            .collect();
+        assert_eq!(trained, vec![None, Some(WorkerKind::Cpu), None]);
+        // The same with an idle GPU but 97 more tasks submitted, not ready
+        // yet (0.97 s more at the batch's mean prediction).
+        let mut m = GraphModels::default();
+        m.book.record_now(1, 1, 1.0, 0.01);
+        let b = Batch {
+            outstanding: 100,
+            ..batch(&tiles)
+        };
+        let facts = b.facts();
+        let trained: Vec<_> = m
+            .costs(&b, &facts)
+            .train
+            .iter()
+            .map(|t| t.map(|w| b.members[w].kind))
+            .collect();
+        assert_eq!(trained, vec![None, Some(WorkerKind::Cpu), None]);
     }
 
     #[test]

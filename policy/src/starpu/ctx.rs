@@ -140,6 +140,14 @@ pub fn now_us() -> f64 {
     unsafe { sys::starpu_timing_now() }
 }
 
+/// Tasks submitted to StarPU and not completed yet, in every context
+/// (`starpu_task_nsubmitted`: those not ready yet included).
+pub fn tasks_outstanding() -> usize {
+    // SAFETY: reads one of StarPU's counters; valid after init.
+    let n = unsafe { sys::starpu_task_nsubmitted() };
+    usize::try_from(n).unwrap_or(0)
+}
+
 /// Wakes `worker` if it sleeps; call with no policy lock held.
 fn wake_worker(worker: WorkerId) {
     // SAFETY: the id came from the context's own worker list.
