@@ -47,8 +47,12 @@ pub enum PopStep<T> {
 }
 
 /// Plain measurements (no epoch report) a worker buffers before its next
-/// pop must deliver them ([`must_deliver`]).
-pub const SAMPLES_PER_DELIVERY: usize = 32;
+/// pop must deliver them ([`must_deliver`]). The fallback models refit at
+/// most every 8 samples once they have 8 (`placement`'s `REFIT_EVERY`);
+/// with 32 the task-mode policies' SIMULATED makespans were 4.9 % longer
+/// in geometric mean over 18 pairs, with 8 level with delivering every
+/// sample (docs/performance.md).
+pub const SAMPLES_PER_DELIVERY: usize = 8;
 
 /// Whether a worker's buffered reports must be delivered at its next pop
 /// (the pop steps through the scheduler rather than taking its own queue
