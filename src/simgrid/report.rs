@@ -292,9 +292,11 @@ pub fn write(
 
     for (machine, cases) in &plot_data {
         let file = machine.replace([':', '='], "_");
-        // One gnuplot table per measure: a row per case, a column per policy.
+        // One gnuplot table per measure: a row per case, a column per policy
+        // (names quoted: "plb-heft (cold)" is one column head).
+        let heads: Vec<String> = policies.iter().map(|p| format!("\"{p}\"")).collect();
         let table = |value: &dyn Fn(&Bar) -> String| {
-            let mut text = format!("case {}\n", policies.join(" "));
+            let mut text = format!("case {}\n", heads.join(" "));
             for (case, bars) in cases {
                 let cells: Vec<String> = bars.iter().map(value).collect();
                 let _ = writeln!(text, "{case} {}", cells.join(" "));
