@@ -599,9 +599,13 @@ mod tests {
 
     /// Which kind each task of `tiles` trains (`None`: none).
     fn trains(models: &mut GraphModels, tiles: &[(usize, i32)]) -> Vec<Option<WorkerKind>> {
-        let b = batch(tiles);
+        trains_in(models, &batch(tiles))
+    }
+
+    /// Which kind each task of batch `b` trains.
+    fn trains_in(models: &mut GraphModels, b: &Batch<Tile>) -> Vec<Option<WorkerKind>> {
         let facts = b.facts();
-        let costs = models.costs(&b, &facts);
+        let costs = models.costs(b, &facts);
         costs
             .train
             .iter()
@@ -654,14 +658,8 @@ mod tests {
             loads: vec![0.0, 1.0],
             ..batch(&tiles)
         };
-        let facts = b.facts();
-        let trained: Vec<_> = m
-            .costs(&b, &facts)
-            .train
-            .iter()
-            .map(|t| t.map(|w| b.members[w].kind))
-            .collect();
-        assert_eq!(trained, vec![None, Some(WorkerKind::Cpu), None]);
+        let once = vec![None, Some(WorkerKind::Cpu), None];
+        assert_eq!(trains_in(&mut m, &b), once);
         // The same with an idle GPU but 97 more tasks submitted, not ready
         // yet (0.97 s more at the batch's mean prediction).
         let mut m = GraphModels::default();
@@ -670,14 +668,7 @@ mod tests {
             outstanding: 100,
             ..batch(&tiles)
         };
-        let facts = b.facts();
-        let trained: Vec<_> = m
-            .costs(&b, &facts)
-            .train
-            .iter()
-            .map(|t| t.map(|w| b.members[w].kind))
-            .collect();
-        assert_eq!(trained, vec![None, Some(WorkerKind::Cpu), None]);
+        assert_eq!(trains_in(&mut m, &b), once);
     }
 
     #[test]

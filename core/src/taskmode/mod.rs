@@ -143,6 +143,21 @@ pub struct Queued<T> {
     est_s: f64,
 }
 
+impl<T> Queued<T> {
+    /// The queued task given to a worker as a fallback task (no epoch
+    /// ticket), to run with `implementation`.
+    fn into_taken(self, implementation: u32) -> Taken<T> {
+        Taken {
+            task: self.task,
+            implementation,
+            ticket: None,
+            codelet: self.codelet,
+            units: self.units,
+            est_s: self.est_s,
+        }
+    }
+}
+
 /// Takes the oldest task of `items` that `worker` can run, with its
 /// implementation.
 fn take_runnable<T: SchedTask>(
@@ -169,14 +184,7 @@ pub fn pop_own<T: SchedTask>(
 ) -> Option<Taken<T>> {
     let (item, est_s, nimpl) = q.take_first(|i| i.task.implementation_on(worker))?;
     q.starting(None, est_s, now, cpu);
-    Some(Taken {
-        task: item.task,
-        implementation: nimpl,
-        ticket: None,
-        codelet: item.codelet,
-        units: item.units,
-        est_s: item.est_s,
-    })
+    Some(item.into_taken(nimpl))
 }
 
 /// Tasks of one codelet and size waiting to form an epoch.
@@ -888,14 +896,7 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
     fn fallback(&mut self, worker: usize, book: &ModelBook) -> Option<Pop<T>> {
         let (item, nimpl) = self.take_fallback(worker, book)?;
         self.counters.fallback_tasks += 1;
-        Some(Pop::Task(Taken {
-            task: item.task,
-            implementation: nimpl,
-            ticket: None,
-            codelet: item.codelet,
-            units: item.units,
-            est_s: item.est_s,
-        }))
+        Some(Pop::Task(item.into_taken(nimpl)))
     }
 
     /// The steps of a pop (see the module documentation).

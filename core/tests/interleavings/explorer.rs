@@ -128,6 +128,31 @@ pub enum Step<W, R> {
     Empty(Vec<usize>),
 }
 
+/// The step a pop's first try on its own queue alone ends with: the task
+/// it found (counted in `own_pops`), else, for a careless pop, the worker
+/// asleep without the scheduler's lock, else `locked` (the scheduler's
+/// steps next).
+pub fn own_queue_step<W, R>(
+    found: Option<R>,
+    careless: bool,
+    w: usize,
+    sleepers: &Sleepers,
+    own_pops: &mut u64,
+    locked: W,
+) -> Step<W, R> {
+    match found {
+        Some(t) => {
+            *own_pops += 1;
+            Step::Task(t, Vec::new())
+        }
+        None if careless => {
+            sleepers.fell_idle(w, true);
+            Step::Empty(Vec::new())
+        }
+        None => Step::Work(locked, Vec::new()),
+    }
+}
+
 /// A task-side scheduler as the adapter drives it (each method is one
 /// atomic action: under the lock, or without it for [`Side::work`]).
 pub trait Side {

@@ -15,7 +15,7 @@ use plb_core::dag::lines::Placed;
 use plb_core::sleepers::Sleepers;
 use plb_core::worker_queues::{PlainQueues, QueueSet};
 
-use super::explorer::{Fake, Plan, Side, Step};
+use super::explorer::{Fake, Plan, Side, Step, own_queue_step};
 
 impl GraphTask for Fake {
     fn id(&self) -> usize {
@@ -139,17 +139,9 @@ impl Side for Graph {
             // The adapter's first try: the worker's line alone.
             let cpu = self.sched.kind_of(w) == WorkerKind::Cpu;
             let node = self.nodes[w];
-            return match self.lines.with(w, |q| pop_own(q, cpu, node, now)) {
-                Some(Some(t)) => {
-                    self.own_pops += 1;
-                    Step::Task(t, Vec::new())
-                }
-                _ if careless => {
-                    sleepers.fell_idle(w, true);
-                    Step::Empty(Vec::new())
-                }
-                _ => Step::Work(Placing::Locked, Vec::new()),
-            };
+            let found = self.lines.with(w, |q| pop_own(q, cpu, node, now));
+            let (pops, locked) = (&mut self.own_pops, Placing::Locked);
+            return own_queue_step(found.flatten(), careless, w, sleepers, pops, locked);
         }
         let back = back.and_then(|b| match b {
             Placing::Placed(d) => Some(d),

@@ -18,7 +18,7 @@ use plb_core::taskmode::{
 };
 use plb_core::worker_queues::QueueSet;
 
-use super::explorer::{Fake, Plan, Side, Step};
+use super::explorer::{Fake, Plan, Side, Step, own_queue_step};
 
 impl SchedTask for Fake {
     fn codelet(&self) -> usize {
@@ -177,17 +177,9 @@ impl Side for TaskMode {
         if first && (careless || current) {
             // The adapter's first try: the worker's queue alone.
             let cpu = self.sched.kind_of(w) == WorkerKind::Cpu;
-            return match self.sched.queues().with(w, |q| pop_own(q, w, cpu, now)) {
-                Some(Some(t)) => {
-                    self.own_pops += 1;
-                    Step::Task(t, Vec::new())
-                }
-                _ if careless => {
-                    sleepers.fell_idle(w, true);
-                    Step::Empty(Vec::new())
-                }
-                _ => Step::Work(TaskWork::Locked, Vec::new()),
-            };
+            let found = self.sched.queues().with(w, |q| pop_own(q, w, cpu, now));
+            let (pops, locked) = (&mut self.own_pops, TaskWork::Locked);
+            return own_queue_step(found.flatten(), careless, w, sleepers, pops, locked);
         }
         let (first, back) = match back {
             Some(TaskWork::Locked) => (true, None),
