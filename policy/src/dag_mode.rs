@@ -124,8 +124,6 @@ pub struct DagPolicy {
     /// [`GraphSched::placing_due`] as of the last release of `state`: a
     /// pop tries its own line alone only when it is false.
     due: AtomicBool,
-    /// Per worker id: a CPU worker (runs one task at a time).
-    cpu: Box<[AtomicBool]>,
     /// Pops served by the worker's own line alone (for the summary).
     own_line_pops: AtomicU64,
     models: Mutex<Models>,
@@ -292,7 +290,6 @@ impl SchedPolicy for DagPolicy {
             state: Mutex::new(GraphSched::new(n)),
             lines: LockedLines::new(n),
             due: AtomicBool::new(false),
-            cpu: (0..n).map(|_| AtomicBool::new(false)).collect(),
             own_line_pops: AtomicU64::new(0),
             models: Mutex::new(Models::default()),
             g: Gauges::new(n),
@@ -313,9 +310,8 @@ impl SchedPolicy for DagPolicy {
             })
             .collect();
         for m in &joined {
-            if let Some(c) = self.cpu.get(m.id) {
-                c.store(m.kind == WorkerKind::Cpu, Ordering::Release);
-            }
+            self.lines
+                .set_one_at_a_time(m.id, m.kind == WorkerKind::Cpu);
         }
         let mut st = relaxed_lock(&self.state);
         st.add_workers(&joined, &self.g.idle);
@@ -360,11 +356,11 @@ impl SchedPolicy for DagPolicy {
         let node = worker.memory_node();
         if !self.due.load(Ordering::Acquire) {
             // The common pop: the worker's own line alone.
-            let cpu = self.cpu.get(w).is_some_and(|c| c.load(Ordering::Acquire));
+            let now = now_s();
             let t0 = self.g.held.start();
             let own = self
                 .lines
-                .with(w, |q| pop_own(q, cpu, node, now_s()))
+                .with_own(w, |q, cpu| pop_own(q, cpu, node, now))
                 .flatten();
             self.g.held.stop(t0);
             if let Some(task) = own {

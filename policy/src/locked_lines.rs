@@ -6,7 +6,7 @@
 //! victims and placements read expected ends from it).
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
 use plb_core::worker_queues::{Glance, QueueSet, WorkerQueue};
 
@@ -23,6 +23,8 @@ struct LockedLine<I> {
     /// `f64` bits.
     ahead_s: AtomicU64,
     tail_priority: AtomicI32,
+    /// The worker runs one task at a time (a CPU worker).
+    one_at_a_time: AtomicBool,
 }
 
 /// Each worker's queue behind its own lock, and how many tasks they hold
@@ -44,10 +46,36 @@ impl<I> LockedLines<I> {
                     busy_until: AtomicU64::new(f64::NAN.to_bits()),
                     ahead_s: AtomicU64::new(0),
                     tail_priority: AtomicI32::new(i32::MAX),
+                    one_at_a_time: AtomicBool::new(false),
                 })
                 .collect(),
             held: AtomicUsize::new(0),
         }
+    }
+}
+
+impl<I> LockedLines<I> {
+    /// Notes whether `worker` runs one task at a time (a CPU worker), for
+    /// [`LockedLines::with_own`].
+    pub fn set_one_at_a_time(&self, worker: usize, one: bool) {
+        if let Some(l) = self.lines.get(worker) {
+            l.one_at_a_time.store(one, Ordering::Release);
+        }
+    }
+
+    /// [`QueueSet::with`] on `worker`'s own queue, telling `f` whether the
+    /// worker runs one task at a time (a worker's pop of its own queue).
+    pub fn with_own<R>(
+        &self,
+        worker: usize,
+        f: impl FnOnce(&mut WorkerQueue<I>, bool) -> R,
+    ) -> Option<R> {
+        let one = self
+            .lines
+            .get(worker)?
+            .one_at_a_time
+            .load(Ordering::Acquire);
+        self.with(worker, |q| f(q, one))
     }
 }
 

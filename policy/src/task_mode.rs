@@ -181,8 +181,6 @@ pub struct TaskModePolicy {
     lines: Lines,
     /// [`Scheduler::own_queue_first`] as of the last release of `state`.
     own_first: AtomicBool,
-    /// Per worker id: a CPU worker (runs one task at a time).
-    cpu: Box<[AtomicBool]>,
     /// Pops served by the worker's own queue alone.
     own_line_pops: AtomicU64,
     /// Per worker (the one that popped the task runs it): its tasks in
@@ -413,7 +411,6 @@ impl SchedPolicy for TaskModePolicy {
             }),
             lines,
             own_first: AtomicBool::new(false),
-            cpu: (0..n).map(|_| AtomicBool::new(false)).collect(),
             own_line_pops: AtomicU64::new(0),
             mailboxes: (0..n).map(|_| Mutex::new(Mailbox::default())).collect(),
             pending: (0..n).map(|_| MailboxFlag::default()).collect(),
@@ -432,9 +429,8 @@ impl SchedPolicy for TaskModePolicy {
             .map(|(w, k)| (w.index(), k))
             .collect();
         for &(w, k) in &added {
-            if let Some(c) = self.cpu.get(w) {
-                c.store(k == plb_core::balance::WorkerKind::Cpu, Ordering::Release);
-            }
+            let cpu = k == plb_core::balance::WorkerKind::Cpu;
+            self.lines.set_one_at_a_time(w, cpu);
         }
         let mut st = relaxed_lock(&self.state);
         st.sched.add_workers(&added);
@@ -531,11 +527,11 @@ impl SchedPolicy for TaskModePolicy {
         }
         if !due && self.own_first.load(Ordering::Acquire) {
             // The common fallback pop: the worker's own queue alone.
-            let cpu = self.cpu.get(w).is_some_and(|c| c.load(Ordering::Acquire));
+            let now = now_s();
             let t0 = self.g.held.start();
             let own = self
                 .lines
-                .with(w, |q| pop_own(q, w, cpu, now_s()))
+                .with_own(w, |q, cpu| pop_own(q, w, cpu, now))
                 .flatten();
             self.g.held.stop(t0);
             if let Some(t) = own {
