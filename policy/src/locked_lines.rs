@@ -3,7 +3,9 @@
 //! per worker, so a pop on its own queue takes that queue's lock alone.
 //! What the last holder of a queue left is also kept in atomics
 //! ([`Glance`]), for readers that do not take its lock (steals pick their
-//! victims and placements read expected ends from it).
+//! victims and placements read expected ends from it), with whether the
+//! worker runs one task at a time (a CPU worker: its own-queue pop forgets
+//! what it still runs).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
