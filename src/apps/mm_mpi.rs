@@ -13,7 +13,7 @@
 //!    own workers (real kernel runs of `C'_j += A_(b)·B_(b)j`, pinned one
 //!    task per worker) and the times are gathered. Every collective has a
 //!    deadline (`--timeout` at least, growing with the measured steps:
-//!    [`super::mpi::Deadline`]).
+//!    [`plb_core::cluster::comm::Deadline`]).
 //! 3. **Multiplication**: each rank generates its own rectangles of A and
 //!    B (every entry a hash of the seed and its position,
 //!    [`input_entry`]: no rank holds a whole matrix, nothing is sent);
@@ -52,9 +52,10 @@ use starpu_sys as sys;
 
 use super::distributed::{self, NodeKernel, Partition, fatal};
 use super::exec::{Session, divisible_pass, run_pinned};
-use super::mpi::{Mpi, bytes_f64, f64_bytes, launcher_rank, say};
+use super::mpi::{Mpi, launcher_rank, say};
 use super::{Data, Handle, MM_MPI_TAG, Options as RunOptions, Verification, Workload, input_rng};
 use crate::cli::Failure;
+use plb_core::cluster::comm::{bytes_f64, f64_bytes};
 
 unsafe extern "C" {
     static mut plb_mm_cl: sys::starpu_codelet;

@@ -10,8 +10,9 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{c_int, c_void};
-use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use plb_core::cluster::comm::Comm;
+pub use plb_core::cluster::comm::{CommError, Deadline};
 
 #[repr(C)]
 struct RawMsg {
@@ -40,67 +41,6 @@ unsafe extern "C" {
 /// The C shim's status for a collective or exchange not complete by its
 /// deadline (its request may still be pending).
 const TIMED_OUT: c_int = -1;
-
-/// A collective or exchange that failed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CommError {
-    /// Not complete within the deadline: a rank died or does not answer.
-    TimedOut { what: String, seconds: f64 },
-    /// MPI or StarPU-MPI returned an error.
-    Failed { what: String, code: i32 },
-}
-
-impl fmt::Display for CommError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CommError::TimedOut { what, seconds } => write!(
-                f,
-                "{what}: no answer within {seconds} s (a rank died, hangs or is far slower; --timeout raises the floor of the deadline)"
-            ),
-            CommError::Failed { what, code } => write!(f, "{what}: MPI error {code}"),
-        }
-    }
-}
-
-/// How many times the longest step measured so far a collective or an
-/// exchange may wait ([`Deadline`]).
-pub const DEADLINE_SCALE: f64 = 10.0;
-
-/// How long a collective or an exchange may wait: the user's floor
-/// (`--timeout`), or [`DEADLINE_SCALE`] times the longest step measured so
-/// far ([`Deadline::note`]: a partitioning round's slowest node benchmark,
-/// a pivot step), whichever is longer. It grows with the measured work,
-/// never below the floor; before any step is measured it is the floor.
-#[derive(Debug)]
-pub struct Deadline {
-    floor_s: f64,
-    /// `f64` bits of the longest step (non-negative doubles order as their
-    /// bits do).
-    longest: AtomicU64,
-}
-
-impl Deadline {
-    /// A deadline of `floor_s` seconds until steps are measured.
-    pub fn new(floor_s: f64) -> Deadline {
-        Deadline {
-            floor_s,
-            longest: AtomicU64::new(0f64.to_bits()),
-        }
-    }
-
-    /// The deadline now, seconds.
-    pub fn seconds(&self) -> f64 {
-        let longest = f64::from_bits(self.longest.load(Ordering::Relaxed));
-        self.floor_s.max(DEADLINE_SCALE * longest)
-    }
-
-    /// A step took `seconds` (ignored unless finite and positive).
-    pub fn note(&self, seconds: f64) {
-        if seconds.is_finite() && seconds > 0.0 {
-            self.longest.fetch_max(seconds.to_bits(), Ordering::Relaxed);
-        }
-    }
-}
 
 /// This process's place in `MPI_COMM_WORLD`; MPI is finalised on drop.
 pub struct Mpi {
@@ -264,6 +204,24 @@ impl Mpi {
     }
 }
 
+impl Comm for Mpi {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn allgather(&self, what: &str, mine: &[u8]) -> Result<Vec<Vec<u8>>, CommError> {
+        Mpi::allgather(self, what, mine)
+    }
+    fn bcast(&self, what: &str, buf: &mut [u8], root: usize) -> Result<(), CommError> {
+        Mpi::bcast(self, what, buf, root)
+    }
+    fn note_step(&self, seconds: f64) {
+        self.deadline.note(seconds);
+    }
+}
+
 impl Drop for Mpi {
     fn drop(&mut self) {
         // SAFETY: MPI was initialised by `init`; StarPU-MPI was shut down
@@ -278,60 +236,4 @@ impl Drop for Mpi {
 pub fn say(line: &str) {
     use std::io::Write as _;
     let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
-}
-
-/// `f64`s as bytes (little endian) and back.
-pub fn f64_bytes(v: &[f64]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// See [`f64_bytes`].
-pub fn bytes_f64(b: &[u8]) -> Vec<f64> {
-    b.chunks_exact(8)
-        .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-        .collect()
-}
-
-/// `u64`s as bytes (little endian) and back.
-pub fn u64_bytes(v: &[u64]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// See [`u64_bytes`].
-pub fn bytes_u64(b: &[u8]) -> Vec<u64> {
-    b.chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The deadline is the floor until a step is measured, then grows to
-    /// DEADLINE_SCALE times the longest step, never below the floor; bad
-    /// measurements are ignored.
-    #[test]
-    fn the_deadline_grows_with_the_longest_step_never_below_the_floor() {
-        let d = Deadline::new(60.0);
-        assert_eq!(d.seconds(), 60.0);
-        d.note(2.0);
-        assert_eq!(d.seconds(), 60.0);
-        d.note(9.0);
-        assert_eq!(d.seconds(), 90.0);
-        d.note(3.0);
-        assert_eq!(d.seconds(), 90.0, "the longest step counts");
-        d.note(f64::NAN);
-        d.note(-5.0);
-        d.note(f64::INFINITY);
-        assert_eq!(d.seconds(), 90.0);
-    }
-
-    #[test]
-    fn numbers_survive_the_byte_round_trip() {
-        let f = [1.5, -2.0, f64::INFINITY];
-        assert_eq!(bytes_f64(&f64_bytes(&f)), f);
-        let u = [0, 7, u64::MAX];
-        assert_eq!(bytes_u64(&u64_bytes(&u)), u);
-    }
 }

@@ -10,6 +10,8 @@
 //!   arrangement of the nodes' areas);
 //! * [`partition`]: one level's iterative loop, per algorithm;
 //! * [`hierarchy`]: the INPA with the IDPA nested, against a [`Bench`];
+//! * [`protocol`]: the same over the ranks of a [`comm::Comm`] (MPI), one
+//!   rank per node;
 //! * [`platform`] and [`sim`]: the simulated two-level cluster (nodes of
 //!   devices, a network) and the matrix multiplication on it.
 //!
@@ -17,11 +19,13 @@
 //! the simulator drive the same code.
 
 pub mod cma;
+pub mod comm;
 pub mod fpm;
 pub mod gpa;
 pub mod hierarchy;
 pub mod partition;
 pub mod platform;
+pub mod protocol;
 pub mod sim;
 
 pub use hierarchy::{Bench, HierConfig, HierError, HierOutcome, NodePart, Round, inpa, inpa_with};
