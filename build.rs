@@ -48,6 +48,7 @@ fn find_nvcc() -> Option<PathBuf> {
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=codelets");
+    println!("cargo:rerun-if-changed=policy/include");
     println!("cargo:rerun-if-env-changed=NVCC");
     println!("cargo:rerun-if-env-changed=PLB_NVCC_FLAGS");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
@@ -167,6 +168,7 @@ fn mpi(module: &str, starpu_includes: &[&str]) {
     cc::Build::new()
         .files(sources(dir, "c"))
         .include("codelets")
+        .include("policy/include")
         .includes(&includes)
         .flag("-std=gnu11")
         .flag("-O2")

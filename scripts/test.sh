@@ -14,6 +14,9 @@ command -v cargo >/dev/null 2>&1 || export PATH="$HOME/.cargo/bin:$PATH"
 # --all-targets: unit, integration and binary tests (no doc-tests: there are none).
 echo "test: against StarPU 1.3.10 (Debian)"
 part "cargo test, StarPU 1.3.10" cargo test --release --workspace --all-targets
+# The C example of the distributed API (examples/dist_mm.c, StarPU-MPI):
+# 2, 3 and 4 ranks verified, a failing and a silent rank (REAL, this machine).
+part "C example of the distributed API, StarPU 1.3.10" bash scripts/dist-c-example.sh
 # shellcheck source=scripts/lib/starpu14.sh
 source scripts/lib/starpu14.sh
 # Against StarPU 1.4.10: the tests that start StarPU (the policy crate's
@@ -23,6 +26,7 @@ source scripts/lib/starpu14.sh
 echo "test: against StarPU 1.4.10 ($(starpu14_prefix native))"
 part "cargo test -p starpu-plb, StarPU 1.4.10" with_starpu14 native cargo test --release -p starpu-plb --all-targets
 part "compatibility suite, StarPU 1.4.10" with_starpu14 native cargo test --release --test compat
+part "C example of the distributed API, StarPU 1.4.10" bash scripts/dist-c-example.sh --starpu 1.4
 # StarPU-SimGrid: a short Cholesky on the sampled machine attila under every
 # policy, each run checked (every task executed, as many as under eager).
 echo "test: StarPU-SimGrid ($(starpu14_prefix simgrid))"

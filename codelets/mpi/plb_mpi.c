@@ -7,7 +7,8 @@
  * - small control collectives (allgather, broadcast) on a duplicate of
  *   MPI_COMM_WORLD, non-blocking and polled against a deadline, so that a
  *   rank that died or never answers turns into an error on every other
- *   rank instead of a hang;
+ *   rank instead of a hang (the collectives of plb_distributed.h, which
+ *   C applications of the distributed API use too);
  * - the data exchange of a pivot step with StarPU-MPI (starpu_mpi_isend /
  *   starpu_mpi_irecv on vector handles), also against a deadline: the
  *   caller sleeps on a condition variable that each message's completion
@@ -31,21 +32,9 @@
 #include <mpi.h>
 #include <starpu.h>
 #include <starpu_mpi.h>
+#include <plb_distributed.h>
 
 static MPI_Comm control = MPI_COMM_NULL;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void nap(void)
-{
-	struct timespec ts = { 0, 200000 }; /* 0.2 ms */
-	nanosleep(&ts, NULL);
-}
 
 /* MPI_Init_thread (MULTIPLE: StarPU-MPI's progression thread and our
  * control calls), then rank and size. */
@@ -98,37 +87,17 @@ void plb_mpi_abort(int code)
 	MPI_Abort(MPI_COMM_WORLD, code);
 }
 
-static int wait_until(MPI_Request *req, double deadline)
-{
-	for (;;) {
-		int flag = 0;
-		if (MPI_Test(req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-			return -5;
-		if (flag)
-			return 0;
-		if (now() > deadline)
-			return -1;
-		nap();
-	}
-}
-
 /* Every rank's `len` bytes into `recv` (size * len bytes), within
- * `timeout_s` seconds. */
+ * `timeout_s` seconds (the distributed API's own MPI collective). */
 int plb_mpi_allgather(const void *send, int len, void *recv, double timeout_s)
 {
-	MPI_Request req;
-	if (MPI_Iallgather(send, len, MPI_BYTE, recv, len, MPI_BYTE, control, &req) != MPI_SUCCESS)
-		return -5;
-	return wait_until(&req, now() + timeout_s);
+	return plb_dist_mpi_allgather(&control, send, len, recv, timeout_s);
 }
 
 /* `len` bytes of `root` into every rank's `buf`, within `timeout_s`. */
 int plb_mpi_bcast(void *buf, int len, int root, double timeout_s)
 {
-	MPI_Request req;
-	if (MPI_Ibcast(buf, len, MPI_BYTE, root, control, &req) != MPI_SUCCESS)
-		return -5;
-	return wait_until(&req, now() + timeout_s);
+	return plb_dist_mpi_bcast(&control, buf, len, root, timeout_s);
 }
 
 /* One message of an exchange: `count` floats at `buf` to or from `peer`. */

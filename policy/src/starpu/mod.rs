@@ -18,6 +18,7 @@
 mod bound;
 mod callbacks;
 mod ctx;
+pub mod distributed_ffi;
 pub mod divisible_ffi;
 mod emulate_codelets;
 pub mod file_lock;
