@@ -176,15 +176,21 @@ static inline int plb_dist_mpi_bcast(void *arg, void *buf, int len, int root, do
 /*
  * Fills *out for *comm (which must outlive every use of *out). MPI must
  * run at MPI_THREAD_MULTIPLE: these collectives run on the caller's
- * thread beside StarPU-MPI's progress thread. Returns 0, -3 when MPI
- * gives a lower thread level, or an MPI error code.
+ * thread beside StarPU-MPI's progress thread (not checked under SimGrid's
+ * SMPI, whose actors run one at a time). Returns 0, -3 when MPI gives a
+ * lower thread level, or an MPI error code.
  */
 static inline int plb_dist_comm_mpi(MPI_Comm *comm, struct plb_dist_comm *out)
 {
-	int provided = 0, rc;
+	int rc;
+#ifndef SMPI_H
+	/* (SimGrid's SMPI reports MPI_THREAD_SINGLE, but runs one actor at a
+	 * time: the calls of StarPU-MPI's thread and ours never overlap.) */
+	int provided = 0;
 	MPI_Query_thread(&provided);
 	if (provided < MPI_THREAD_MULTIPLE)
 		return -3;
+#endif
 	if ((rc = MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS)
 		return rc;
 	if ((rc = MPI_Comm_rank(*comm, &out->rank)) != MPI_SUCCESS)

@@ -19,6 +19,11 @@
 //!   and the task-graph policies).
 //! * [`fifo`], [`stats`]: plain data structures the policies use.
 
+// Linked statically into a program with StarPU (PLB_EMBEDDED=1, see
+// build.rs), the interposed StarPU entry points are not exported, and what
+// only they reach is unused.
+#![cfg_attr(plb_embedded, allow(dead_code))]
+
 pub mod catalog;
 pub mod central_queue;
 pub mod config;

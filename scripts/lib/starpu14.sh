@@ -4,7 +4,7 @@
 # directory per prefix (the bindings' struct layouts differ between 1.3,
 # 1.4 and SimGrid builds).
 #
-# with_starpu14 native|simgrid CMD...: runs CMD with PKG_CONFIG_PATH,
+# with_starpu14 native|simgrid|smpi CMD...: runs CMD with PKG_CONFIG_PATH,
 # CARGO_TARGET_DIR (target/starpu14-<t>) and LD_LIBRARY_PATH set for that
 # prefix.
 

@@ -357,6 +357,46 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 r.ranks, r.ours_s, r.starpu_s
             ));
         }
+        // Our partitioning itself under SMPI (the C API over StarPU-MPI).
+        let (cases, algos): (Vec<(&str, &str, usize)>, Vec<Algorithm>) = if opts.quick {
+            (
+                vec![("mirage-mixed", super::cluster_smpi::MIRAGE_MIXED, 4)],
+                vec![Algorithm::Fpm, Algorithm::Homogeneous],
+            )
+        } else {
+            (
+                vec![
+                    ("mirage", super::cluster_smpi::MIRAGE, 4),
+                    ("mirage", super::cluster_smpi::MIRAGE, 16),
+                    ("mirage-mixed", super::cluster_smpi::MIRAGE_MIXED, 4),
+                    ("mirage-mixed", super::cluster_smpi::MIRAGE_MIXED, 16),
+                ],
+                vec![
+                    Algorithm::Fpm,
+                    Algorithm::PlbHac,
+                    Algorithm::SingleCpm,
+                    Algorithm::Homogeneous,
+                ],
+            )
+        };
+        let rows = super::cluster_smpi::run_dist(out, &cases, &algos, 16, 960)?;
+        let csv = out.join("cluster-smpi-dist.csv");
+        write(&csv, &super::cluster_smpi::dist_csv(&rows))?;
+        written.push(csv);
+        let md = super::cluster_smpi::dist_md(&rows);
+        println!("{md}");
+        report.push_str("## SIMULATED: our partitioning under SMPI\n\n");
+        report.push_str(&md);
+        report.push('\n');
+        if let Some(r) = rows
+            .iter()
+            .find(|r| r.smpi_areas.iter().sum::<u64>() != 16 * 16)
+        {
+            return Err(format!(
+                "our partitioning under SMPI: {} ranks of {} ({}): areas {:?} do not cover the 16 x 16 tiles",
+                r.ranks, r.platform, r.algorithm, r.smpi_areas
+            ));
+        }
     }
     if opts.no_simulated {
         let path = out.join("cluster.md");

@@ -16,6 +16,7 @@ use plb_core::cluster::hierarchy::idpa;
 use plb_core::cluster::platform::{Cluster, DeviceKind};
 use plb_core::cluster::sim::SimCluster;
 use plb_core::cluster::{Algorithm, LevelConfig, NodePart};
+use plb_core::cluster::{HierConfig, inpa};
 
 use super::write;
 
@@ -238,6 +239,342 @@ pub fn md(rows: &[XRow]) -> String {
             r.ours_s / r.starpu_s,
             r.ours_compute_s,
             r.ours_comm_s
+        );
+    }
+    s
+}
+
+/// A platform with more GPUs on some nodes than on others (16 nodes, the
+/// first 4 one of each kind).
+pub const MIRAGE_MIXED: &str = include_str!("../../platforms/mirage-mixed.txt");
+
+/// Our partitioning under SMPI against our simulator: one platform, rank
+/// count and algorithm.
+#[derive(Debug, Clone)]
+pub struct DistRow {
+    pub platform: String,
+    pub ranks: usize,
+    pub grid: u64,
+    pub block: u64,
+    pub algorithm: Algorithm,
+    /// Tiles per rank, from our partitioning under SMPI.
+    pub smpi_areas: Vec<u64>,
+    /// Simulated seconds of the partitioning and of the multiplication.
+    pub smpi_partition_s: f64,
+    pub smpi_s: f64,
+    /// Tiles the ranks received (counted from the ownership).
+    pub smpi_tiles: u64,
+    /// Our simulator on the same platform: areas, seconds, tiles.
+    pub sim_areas: Vec<u64>,
+    pub sim_s: f64,
+    pub sim_tiles: u64,
+}
+
+/// Our static library built against the SMPI StarPU (scripts/setup.sh
+/// --all: `PLB_EMBEDDED=1 cargo rustc --crate-type staticlib`).
+fn embedded_library() -> Result<PathBuf, String> {
+    let lib =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("target/starpu14-smpi/release/libstarpu_plb.a");
+    if lib.is_file() {
+        Ok(lib)
+    } else {
+        Err(format!(
+            "{} is missing: bash scripts/setup.sh --all builds our library for StarPU-MPI under SMPI",
+            lib.display()
+        ))
+    }
+}
+
+/// `scripts/smpi-dist-mm.c` linked with our static library.
+fn build_dist(out: &Path) -> Result<PathBuf, String> {
+    let p = prefix();
+    let lib = embedded_library()?;
+    let flags = Process::new("pkg-config")
+        .args(["--static", "--cflags", "--libs", "starpumpi-1.4"])
+        .env("PKG_CONFIG_PATH", p.join("lib/pkgconfig"))
+        .output()
+        .map_err(|e| format!("pkg-config: {e}"))?;
+    let flags = String::from_utf8_lossy(&flags.stdout).to_string();
+    let prog = out.join("smpi-dist-mm");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let st = Process::new("smpicc")
+        .args(["-O2", "-Wall", "-o"])
+        .arg(&prog)
+        .arg(root.join("scripts/smpi-dist-mm.c"))
+        .arg(format!("-I{}", root.join("policy/include").display()))
+        .arg(&lib)
+        .args(
+            flags
+                .split_whitespace()
+                .filter(|f| !f.starts_with("-DSTARPU_OPENCL_DATADIR")),
+        )
+        // What the Rust library itself links (rustc --print native-static-libs).
+        .args(["-lipopt", "-lstdc++", "-lgcc_s", "-lutil", "-ldl", "-lm"])
+        .output()
+        .map_err(|e| format!("smpicc (libsimgrid-dev): {e}"))?;
+    if !st.status.success() {
+        return Err(format!(
+            "smpicc failed:\n{}",
+            String::from_utf8_lossy(&st.stderr)
+        ));
+    }
+    Ok(prog)
+}
+
+/// Tiles each rank receives when rank `r` owns `rects[r]` of a `g x g`
+/// grid: `A(i, k)` of its rows and `B(k, j)` of its columns owned by
+/// another rank, each once; summed over the ranks.
+pub fn received_tiles(rects: &[Rect], g: u64) -> u64 {
+    let owner = |i: u64, j: u64| {
+        rects.iter().position(|r| {
+            (r.row..r.row + r.rows).contains(&i) && (r.col..r.col + r.cols).contains(&j)
+        })
+    };
+    let mut total = 0;
+    for (me, r) in rects.iter().enumerate() {
+        for k in 0..g {
+            total += (r.row..r.row + r.rows)
+                .filter(|&i| owner(i, k) != Some(me))
+                .count() as u64;
+            total += (r.col..r.col + r.cols)
+                .filter(|&j| owner(k, j) != Some(me))
+                .count() as u64;
+        }
+    }
+    total
+}
+
+/// Each node's `NCPU:NCUDA:CPU_GFLOPS:GPU_GFLOPS` for the C program, and
+/// the most CPU and CUDA workers of any node.
+fn node_specs(cluster: &Cluster) -> Result<(String, usize, usize), String> {
+    let mut specs = Vec::new();
+    let (mut max_cpu, mut max_gpu) = (0, 0);
+    for n in &cluster.nodes {
+        let kinds: Vec<&plb_core::cluster::platform::DeviceClass> =
+            n.devices.iter().map(|&d| &cluster.classes[d]).collect();
+        let rate = |k: DeviceKind| -> Result<f64, String> {
+            let mut r = kinds.iter().filter(|c| c.kind == k).map(|c| c.gflops);
+            let first = r.next().unwrap_or(1.0);
+            if r.any(|x| x != first) {
+                return Err(format!(
+                    "node {}: devices of one kind at different rates",
+                    n.label
+                ));
+            }
+            Ok(first)
+        };
+        let ncpu = kinds.iter().filter(|c| c.kind == DeviceKind::Cpu).count();
+        let ngpu = kinds.len() - ncpu;
+        max_cpu = max_cpu.max(ncpu);
+        max_gpu = max_gpu.max(ngpu);
+        specs.push(format!(
+            "{ncpu}:{ngpu}:{}:{}",
+            rate(DeviceKind::Cpu)?,
+            rate(DeviceKind::Gpu)?
+        ));
+    }
+    Ok((specs.join(","), max_cpu, max_gpu))
+}
+
+/// Our simulator on `cluster`'s first `q` nodes with `algo`: areas,
+/// seconds of the multiplication, tiles received.
+fn simulated_partition(
+    cluster: &Cluster,
+    q: usize,
+    g: u64,
+    b: u64,
+    algo: Algorithm,
+) -> Result<(Vec<u64>, f64, u64), String> {
+    let mut c = cluster.clone();
+    c.nodes.truncate(q);
+    let mut sim = SimCluster::new(c, b, 0.0, 1);
+    let cfg = HierConfig {
+        algo,
+        grid: g,
+        block: b,
+        nodes: LevelConfig::default(),
+        devices: LevelConfig::default(),
+    };
+    let out = inpa(&mut sim, &cfg).map_err(|e| e.to_string())?;
+    let rects: Vec<Rect> = out.parts.iter().map(|p| p.rect).collect();
+    Ok((
+        rects.iter().map(Rect::area).collect(),
+        sim.app_time(g, &out.parts),
+        received_tiles(&rects, g),
+    ))
+}
+
+/// Our partitioning (the C API, plb-core's protocol) under SMPI on each
+/// `(platform name, platform text, ranks)` with each algorithm, and our
+/// simulator on the same nodes.
+pub fn run_dist(
+    out: &Path,
+    cases: &[(&str, &str, usize)],
+    algos: &[Algorithm],
+    g: u64,
+    b: u64,
+) -> Result<Vec<DistRow>, String> {
+    let dir = out.join("smpi-dist");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let prog = build_dist(&dir)?;
+    let mut rows = Vec::new();
+    for &(name, text, q) in cases {
+        let mut cluster = Cluster::parse(text).map_err(|e| format!("{name}: {e}"))?;
+        if cluster.nodes.len() < q {
+            return Err(format!("{name} has {} nodes, not {q}", cluster.nodes.len()));
+        }
+        cluster.nodes.truncate(q);
+        let (specs, max_cpu, max_gpu) = node_specs(&cluster)?;
+        let launch = rate(&cluster, DeviceKind::Cpu)?.1;
+        let (bw, lat) = cluster.network;
+        let xml = dir.join(format!("{name}-{q}.xml"));
+        write(
+            &xml,
+            &format!(
+                "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM 'https://simgrid.org/simgrid.dtd'>\n<platform version=\"4.1\">\n<zone id=\"AS0\" routing=\"Full\">\n  <cluster id=\"c\" prefix=\"node\" suffix=\"\" radical=\"1-{q}\" speed=\"1Gf\" bw=\"{bw}GBps\" lat=\"{lat}us\" bb_bw=\"1000GBps\" bb_lat=\"1us\"/>\n</zone>\n</platform>\n"
+            ),
+        )?;
+        let hosts = dir.join(format!("hosts-{q}"));
+        write(
+            &hosts,
+            &(1..=q).map(|i| format!("node{i}\n")).collect::<String>(),
+        )?;
+        for &algo in algos {
+            let home = dir.join(format!("home-{name}-{q}-{algo}"));
+            std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+            eprintln!(
+                "cluster: SIMULATED our partitioning ({algo}) under SMPI, {q} nodes of {name}, G = {g}, b = {b}"
+            );
+            let o = Process::new(prefix().join("bin/starpu_smpirun"))
+                .args(["-np", &q.to_string(), "-platform"])
+                .arg(&xml)
+                .arg("-hostfile")
+                .arg(&hosts)
+                .arg(&prog)
+                .args([
+                    g.to_string(),
+                    b.to_string(),
+                    launch.to_string(),
+                    specs.clone(),
+                    algo.name().to_string(),
+                ])
+                .env("STARPU_PERF_MODEL_DIR", samples())
+                .env("STARPU_HOSTNAME", "mirage")
+                .env("STARPU_HOME", &home)
+                .env("STARPU_SCHED", "dmda")
+                .env("STARPU_NCPU", max_cpu.to_string())
+                .env("STARPU_NCUDA", max_gpu.to_string())
+                .env("STARPU_NOPENCL", "0")
+                .env("STARPU_SILENT", "1")
+                .env_remove("LD_PRELOAD")
+                .output()
+                .map_err(|e| format!("starpu_smpirun: {e}"))?;
+            let text = String::from_utf8_lossy(&o.stdout).to_string();
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("smpi-dist-mm:"))
+                .ok_or_else(|| {
+                    let err = String::from_utf8_lossy(&o.stderr);
+                    let tail: Vec<&str> = err
+                        .lines()
+                        .filter(|l| !l.contains("Probable bug"))
+                        .rev()
+                        .take(15)
+                        .collect();
+                    format!(
+                        "starpu_smpirun -np {q} ({name}, {algo}) printed no result:\n{text}{}",
+                        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                    )
+                })?;
+            let num = |k: &str| -> Result<f64, String> {
+                crate::apps::field(line, k)
+                    .and_then(|v| v.parse().ok())
+                    .ok_or_else(|| format!("no {k} in `{line}`"))
+            };
+            let smpi_areas: Vec<u64> = crate::apps::field(line, "areas")
+                .map(|v| {
+                    v.trim_matches(['[', ']'])
+                        .split(',')
+                        .filter_map(|x| x.parse().ok())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let (sim_areas, sim_s, sim_tiles) = simulated_partition(&cluster, q, g, b, algo)?;
+            rows.push(DistRow {
+                platform: name.to_string(),
+                ranks: q,
+                grid: g,
+                block: b,
+                algorithm: algo,
+                smpi_areas,
+                smpi_partition_s: num("partition_s")?,
+                smpi_s: num("makespan_s")?,
+                smpi_tiles: num("net_tiles")? as u64,
+                sim_areas,
+                sim_s,
+                sim_tiles,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// CSV of [`run_dist`]'s rows.
+pub fn dist_csv(rows: &[DistRow]) -> String {
+    let mut s = String::from(
+        "platform,ranks,n,b,algorithm,smpi_areas,smpi_partition_s,smpi_makespan_s,smpi_tiles_received,sim_areas,sim_makespan_s,sim_tiles_received\n",
+    );
+    let join = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{:.6},{:.6},{},{},{:.6},{}",
+            r.platform,
+            r.ranks,
+            r.grid * r.block,
+            r.block,
+            r.algorithm,
+            join(&r.smpi_areas),
+            r.smpi_partition_s,
+            r.smpi_s,
+            r.smpi_tiles,
+            join(&r.sim_areas),
+            r.sim_s,
+            r.sim_tiles
+        );
+    }
+    s
+}
+
+/// Markdown table of [`run_dist`]'s rows, with each algorithm's makespan
+/// against the even split's (`homogeneous`) and single-CPM's of its case.
+pub fn dist_md(rows: &[DistRow]) -> String {
+    let mut s = String::from(
+        "SIMULATED both sides. SMPI: our partitioning, the real code (plb_dist_partition of policy/include/plb_distributed.h, linked statically with StarPU 1.4.10 for SMPI), benchmarking simulated pivot steps on each rank's StarPU workers, then scripts/smpi-dist-mm.c's owner-computes multiplication with StarPU-MPI moving the tiles and dmda inside each node. Ours: the same algorithm in our two-level simulator (core/src/cluster/sim.rs) on the same nodes. Tiles received: counted from the ownership (each remote tile once per rank).\n\n| platform | ranks | N | algorithm | SMPI areas | SMPI partitioning s | SMPI multiplication s | / even split | / single-CPM | tiles received | ours areas | ours s | ours / SMPI |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let base = |a: Algorithm| {
+            rows.iter()
+                .find(|x| x.platform == r.platform && x.ranks == r.ranks && x.algorithm == a)
+                .map_or("-".to_string(), |x| format!("{:.2}", r.smpi_s / x.smpi_s))
+        };
+        let areas = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {:.2} | {:.3} | {} | {} | {} | {} | {:.3} | {:.2} |",
+            r.platform,
+            r.ranks,
+            r.grid * r.block,
+            r.algorithm,
+            areas(&r.smpi_areas),
+            r.smpi_partition_s,
+            r.smpi_s,
+            base(Algorithm::Homogeneous),
+            base(Algorithm::SingleCpm),
+            r.smpi_tiles,
+            areas(&r.sim_areas),
+            r.sim_s,
+            r.sim_s / r.smpi_s
         );
     }
     s

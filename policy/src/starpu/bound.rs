@@ -82,7 +82,7 @@ fn real_shutdown() -> Option<ShutdownFn> {
 ///
 /// # Safety
 /// As StarPU's `starpu_shutdown`.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(plb_embedded), unsafe(no_mangle))]
 pub unsafe extern "C" fn starpu_shutdown() {
     ffi_guard("starpu_shutdown", (), report);
     match real_shutdown() {

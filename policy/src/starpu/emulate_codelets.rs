@@ -740,7 +740,7 @@ fn real_submit_to_ctx() -> Option<SubmitCtxFn> {
 ///
 /// # Safety
 /// Same contract as StarPU's `starpu_task_submit`.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(plb_embedded), unsafe(no_mangle))]
 pub unsafe extern "C" fn starpu_task_submit(task: *mut sys::starpu_task) -> c_int {
     ffi_guard("starpu_task_submit", -libc::EINVAL, || {
         let Some(real) = real_submit() else {
@@ -765,7 +765,7 @@ pub unsafe extern "C" fn starpu_task_submit(task: *mut sys::starpu_task) -> c_in
 ///
 /// # Safety
 /// Same contract as StarPU's `starpu_task_submit_to_ctx`.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(plb_embedded), unsafe(no_mangle))]
 pub unsafe extern "C" fn starpu_task_submit_to_ctx(
     task: *mut sys::starpu_task,
     sched_ctx_id: c_uint,

@@ -145,7 +145,7 @@ pub(crate) fn check_settings() -> Result<(), c_int> {
 ///
 /// # Safety
 /// Same contract as StarPU's `starpu_initialize`.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(plb_embedded), unsafe(no_mangle))]
 pub unsafe extern "C" fn starpu_initialize(
     conf: *mut sys::starpu_conf,
     argc: *mut c_int,
@@ -230,7 +230,7 @@ type SelectFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut sys::st
 /// Same contract as StarPU's function: `required_policy` is NULL or a
 /// NUL-terminated string; `config` is passed through untouched.
 #[cfg(starpu_1_3)]
-#[unsafe(no_mangle)]
+#[cfg_attr(not(plb_embedded), unsafe(no_mangle))]
 pub unsafe extern "C" fn _starpu_select_sched_policy(
     config: *mut c_void,
     required_policy: *const c_char,
@@ -279,7 +279,7 @@ fn real_select() -> Option<SelectFn> {
 ///
 /// # Safety
 /// Same contract as StarPU's function.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(plb_embedded), unsafe(no_mangle))]
 pub unsafe extern "C" fn starpu_sched_get_predefined_policies() -> *mut *mut sys::starpu_sched_policy
 {
     struct List(Vec<*mut sys::starpu_sched_policy>);
@@ -330,7 +330,7 @@ pub unsafe extern "C" fn starpu_sched_get_predefined_policies() -> *mut *mut sys
 ///
 /// # Safety
 /// `name` must be NULL or a NUL-terminated string.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(plb_embedded), unsafe(no_mangle))]
 pub unsafe extern "C" fn starpu_get_sched_lib_policy(
     name: *const c_char,
 ) -> *mut sys::starpu_sched_policy {
@@ -350,7 +350,7 @@ pub unsafe extern "C" fn starpu_get_sched_lib_policy(
 
 /// StarPU 1.4 `STARPU_SCHED_LIB` entry point: every policy of this
 /// library, NULL-terminated.
-#[unsafe(no_mangle)]
+#[cfg_attr(not(plb_embedded), unsafe(no_mangle))]
 pub extern "C" fn starpu_get_sched_lib_policies() -> *mut *mut sys::starpu_sched_policy {
     ffi_guard(
         "starpu_get_sched_lib_policies",
