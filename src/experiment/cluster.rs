@@ -43,8 +43,10 @@ pub struct Options {
     #[arg(long)]
     pub no_simulated: bool,
     /// Adds the cross-check of our simulator against StarPU-MPI under
-    /// SimGrid's SMPI on 4 and 16 simulated nodes (needs `bash
-    /// scripts/starpu14.sh smpi` first)
+    /// SimGrid's SMPI on 4 and 16 simulated nodes, and our partitioning
+    /// itself under SMPI on mirage, mixed mirage and Grenoble nodes (with
+    /// --quick: 4 mixed nodes, FPM and the even split); needs `bash
+    /// scripts/setup.sh --all` first
     #[arg(long)]
     pub smpi: bool,
     /// Output directory
@@ -358,18 +360,27 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
             ));
         }
         // Our partitioning itself under SMPI (the C API over StarPU-MPI).
-        let (cases, algos): (Vec<(&str, &str, usize)>, Vec<Algorithm>) = if opts.quick {
+        use super::cluster_smpi::{DistCase, GRENOBLE, MIRAGE, MIRAGE_MIXED};
+        let case = |name, platform, ranks, grid, block| DistCase {
+            name,
+            platform,
+            ranks,
+            grid,
+            block,
+        };
+        let (cases, algos) = if opts.quick {
             (
-                vec![("mirage-mixed", super::cluster_smpi::MIRAGE_MIXED, 4)],
+                vec![case("mirage-mixed", MIRAGE_MIXED, 4, 16, 960)],
                 vec![Algorithm::Fpm, Algorithm::Homogeneous],
             )
         } else {
             (
                 vec![
-                    ("mirage", super::cluster_smpi::MIRAGE, 4),
-                    ("mirage", super::cluster_smpi::MIRAGE, 16),
-                    ("mirage-mixed", super::cluster_smpi::MIRAGE_MIXED, 4),
-                    ("mirage-mixed", super::cluster_smpi::MIRAGE_MIXED, 16),
+                    case("mirage", MIRAGE, 4, 16, 960),
+                    case("mirage", MIRAGE, 16, 16, 960),
+                    case("mirage-mixed", MIRAGE_MIXED, 4, 16, 960),
+                    case("mirage-mixed", MIRAGE_MIXED, 16, 16, 960),
+                    case("grenoble", GRENOBLE, 90, 32, 640),
                 ],
                 vec![
                     Algorithm::Fpm,
@@ -379,7 +390,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 ],
             )
         };
-        let rows = super::cluster_smpi::run_dist(out, &cases, &algos, 16, 960)?;
+        let rows = super::cluster_smpi::run_dist(out, &cases, &algos)?;
         let csv = out.join("cluster-smpi-dist.csv");
         write(&csv, &super::cluster_smpi::dist_csv(&rows))?;
         written.push(csv);

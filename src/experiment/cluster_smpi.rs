@@ -248,6 +248,9 @@ pub fn md(rows: &[XRow]) -> String {
 /// first 4 one of each kind).
 pub const MIRAGE_MIXED: &str = include_str!("../../platforms/mirage-mixed.txt");
 
+/// The paper's 90-node platform (Table 1).
+pub const GRENOBLE: &str = include_str!("../../platforms/grenoble.txt");
+
 /// Our partitioning under SMPI against our simulator: one platform, rank
 /// count and algorithm.
 #[derive(Debug, Clone)]
@@ -404,21 +407,30 @@ fn simulated_partition(
     ))
 }
 
+/// One case of [`run_dist`]: a platform's first `ranks` nodes, `grid` x
+/// `grid` tiles of `block` x `block`.
+#[derive(Debug, Clone, Copy)]
+pub struct DistCase {
+    pub name: &'static str,
+    pub platform: &'static str,
+    pub ranks: usize,
+    pub grid: u64,
+    pub block: u64,
+}
+
 /// Our partitioning (the C API, plb-core's protocol) under SMPI on each
-/// `(platform name, platform text, ranks)` with each algorithm, and our
-/// simulator on the same nodes.
+/// case with each algorithm, and our simulator on the same nodes.
 pub fn run_dist(
     out: &Path,
-    cases: &[(&str, &str, usize)],
+    cases: &[DistCase],
     algos: &[Algorithm],
-    g: u64,
-    b: u64,
 ) -> Result<Vec<DistRow>, String> {
     let dir = out.join("smpi-dist");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let prog = build_dist(&dir)?;
     let mut rows = Vec::new();
-    for &(name, text, q) in cases {
+    for c in cases {
+        let (name, text, q, g, b) = (c.name, c.platform, c.ranks, c.grid, c.block);
         let mut cluster = Cluster::parse(text).map_err(|e| format!("{name}: {e}"))?;
         if cluster.nodes.len() < q {
             return Err(format!("{name} has {} nodes, not {q}", cluster.nodes.len()));
@@ -428,6 +440,8 @@ pub fn run_dist(
         let launch = rate(&cluster, DeviceKind::Cpu)?.1;
         let (bw, lat) = cluster.network;
         let xml = dir.join(format!("{name}-{q}.xml"));
+        // Grenoble's nodes have at most 8 cores and 1 GPU, mirage's 12 and
+        // 3: every node is a part of one sampled mirage (its bus model).
         write(
             &xml,
             &format!(
@@ -440,7 +454,7 @@ pub fn run_dist(
             &(1..=q).map(|i| format!("node{i}\n")).collect::<String>(),
         )?;
         for &algo in algos {
-            let home = dir.join(format!("home-{name}-{q}-{algo}"));
+            let home = dir.join(format!("home-{name}-{q}-{g}-{algo}"));
             std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
             eprintln!(
                 "cluster: SIMULATED our partitioning ({algo}) under SMPI, {q} nodes of {name}, G = {g}, b = {b}"
