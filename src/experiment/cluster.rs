@@ -380,7 +380,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                     case("mirage", MIRAGE, 16, 16, 960),
                     case("mirage-mixed", MIRAGE_MIXED, 4, 16, 960),
                     case("mirage-mixed", MIRAGE_MIXED, 16, 16, 960),
-                    case("grenoble", GRENOBLE, 90, 32, 640),
+                    case("grenoble", GRENOBLE, 90, 16, 640),
                 ],
                 vec![
                     Algorithm::Fpm,
