@@ -64,28 +64,8 @@ static double cost_us(struct starpu_task *task, unsigned workerid, unsigned nimp
 	return launch_us + flop / (rate * 1e3);
 }
 
-static struct starpu_perfmodel model = {
-	.type = STARPU_PER_WORKER,
-	.worker_cost_function = cost_us,
-	.symbol = "plb_smpi_dist_mm",
-};
-
-/* Never called under SimGrid. */
-static void gemm(void *buffers[], void *arg)
-{
-	(void)buffers;
-	(void)arg;
-}
-
-static struct starpu_codelet cl = {
-	.cpu_funcs = { gemm },
-	.cuda_funcs = { gemm },
-	.cuda_flags = { STARPU_CUDA_ASYNC },
-	.nbuffers = 3,
-	.modes = { STARPU_R, STARPU_R, STARPU_RW },
-	.model = &model,
-	.name = "plb_smpi_dist_mm",
-};
+#define SMPI_MM_NAME "plb_smpi_dist_mm"
+#include "smpi-mm-codelet.h"
 
 static void slice_done(void *arg)
 {

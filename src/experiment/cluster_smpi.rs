@@ -52,7 +52,9 @@ fn samples() -> PathBuf {
     prefix().join("../../src/starpu-1.4.10+dfsg/tools/perfmodels/sampling")
 }
 
-fn build(out: &Path) -> Result<PathBuf, String> {
+/// Compiles `scripts/<src>` with `smpicc` into `out/<name>` against the
+/// SMPI StarPU (static), with `extra` arguments before StarPU's flags.
+fn smpicc(out: &Path, src: &str, name: &str, extra: &[String]) -> Result<PathBuf, String> {
     let p = prefix();
     if !p.join(".plb-built").is_file() {
         return Err(format!(
@@ -66,13 +68,21 @@ fn build(out: &Path) -> Result<PathBuf, String> {
         .output()
         .map_err(|e| format!("pkg-config: {e}"))?;
     let flags = String::from_utf8_lossy(&flags.stdout).to_string();
-    let prog = out.join("smpi-mm");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/smpi-mm.c");
+    let prog = out.join(name);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(src);
     let st = Process::new("smpicc")
-        .args(["-O2", "-o"])
+        .args(["-O2", "-Wall", "-o"])
         .arg(&prog)
         .arg(&src)
-        .args(flags.split_whitespace())
+        .args(extra)
+        // (1.4's pkg-config quotes this one for a shell; unused here.)
+        .args(
+            flags
+                .split_whitespace()
+                .filter(|f| !f.starts_with("-DSTARPU_OPENCL_DATADIR")),
+        )
         .arg("-lm")
         .output()
         .map_err(|e| format!("smpicc (libsimgrid-dev): {e}"))?;
@@ -83,6 +93,80 @@ fn build(out: &Path) -> Result<PathBuf, String> {
         ));
     }
     Ok(prog)
+}
+
+/// SimGrid's platform of `q` nodes on one cluster network (GB/s, µs) and
+/// its host file, in `dir`.
+fn platform_files(
+    dir: &Path,
+    name: &str,
+    q: usize,
+    network: (f64, f64),
+) -> Result<(PathBuf, PathBuf), String> {
+    let (bw, lat) = network;
+    let xml = dir.join(format!("{name}-{q}.xml"));
+    write(
+        &xml,
+        &format!(
+            "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM 'https://simgrid.org/simgrid.dtd'>\n<platform version=\"4.1\">\n<zone id=\"AS0\" routing=\"Full\">\n  <cluster id=\"c\" prefix=\"node\" suffix=\"\" radical=\"1-{q}\" speed=\"1Gf\" bw=\"{bw}GBps\" lat=\"{lat}us\" bb_bw=\"1000GBps\" bb_lat=\"1us\"/>\n</zone>\n</platform>\n"
+        ),
+    )?;
+    let hosts = dir.join(format!("hosts-{q}"));
+    write(
+        &hosts,
+        &(1..=q).map(|i| format!("node{i}\n")).collect::<String>(),
+    )?;
+    Ok((xml, hosts))
+}
+
+/// `starpu_smpirun` of `prog args` on `q` ranks of `platform`, StarPU on
+/// the sampled `mirage` with dmda and its own `home`; `env`: more
+/// variables. Returns the first stdout line starting with `tag`, or an
+/// error with the end of stderr.
+fn smpirun(
+    q: usize,
+    (xml, hosts): &(PathBuf, PathBuf),
+    home: &Path,
+    prog: &Path,
+    args: &[String],
+    env: &[(&str, String)],
+    tag: &str,
+) -> Result<String, String> {
+    std::fs::create_dir_all(home).map_err(|e| format!("{}: {e}", home.display()))?;
+    let o = Process::new(prefix().join("bin/starpu_smpirun"))
+        .args(["-np", &q.to_string(), "-platform"])
+        .arg(xml)
+        .arg("-hostfile")
+        .arg(hosts)
+        .arg(prog)
+        .args(args)
+        .env("STARPU_PERF_MODEL_DIR", samples())
+        .env("STARPU_HOSTNAME", "mirage")
+        .env("STARPU_HOME", home)
+        .env("STARPU_SCHED", "dmda")
+        .env("STARPU_SILENT", "1")
+        .envs(env.iter().map(|(k, v)| (*k, v)))
+        .env_remove("LD_PRELOAD")
+        .output()
+        .map_err(|e| format!("starpu_smpirun: {e}"))?;
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    match text.lines().find(|l| l.starts_with(tag)) {
+        Some(l) => Ok(l.to_string()),
+        None => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            let tail: Vec<&str> = err
+                .lines()
+                .filter(|l| !l.contains("Probable bug"))
+                .rev()
+                .take(15)
+                .collect();
+            Err(format!(
+                "starpu_smpirun -np {q} {} printed no result:\n{text}{}",
+                prog.display(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ))
+        }
+    }
 }
 
 /// `q = s²` equal rectangles, column by column (as the C program and the
@@ -146,68 +230,30 @@ fn rate(cluster: &Cluster, kind: DeviceKind) -> Result<(f64, f64), String> {
 pub fn run(out: &Path, ranks: &[usize], g: u64, b: u64) -> Result<Vec<XRow>, String> {
     let dir = out.join("smpi");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let prog = build(&dir)?;
+    let prog = smpicc(&dir, "smpi-mm.c", "smpi-mm", &[])?;
     let cluster = Cluster::parse(MIRAGE).map_err(|e| format!("mirage-cluster.txt: {e}"))?;
     let (cpu, launch) = rate(&cluster, DeviceKind::Cpu)?;
     let (gpu, _) = rate(&cluster, DeviceKind::Gpu)?;
-    let (bw, lat) = cluster.network;
     let mut rows = Vec::new();
     for &q in ranks {
-        let xml = dir.join(format!("cluster-{q}.xml"));
-        write(
-            &xml,
-            &format!(
-                "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM 'https://simgrid.org/simgrid.dtd'>\n<platform version=\"4.1\">\n<zone id=\"AS0\" routing=\"Full\">\n  <cluster id=\"c\" prefix=\"node\" suffix=\"\" radical=\"1-{q}\" speed=\"1Gf\" bw=\"{bw}GBps\" lat=\"{lat}us\" bb_bw=\"1000GBps\" bb_lat=\"1us\"/>\n</zone>\n</platform>\n"
-            ),
-        )?;
-        let hosts = dir.join(format!("hosts-{q}"));
-        write(
-            &hosts,
-            &(1..=q).map(|i| format!("node{i}\n")).collect::<String>(),
-        )?;
-        let home = dir.join(format!("home-{q}"));
-        std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+        let files = platform_files(&dir, "cluster", q, cluster.network)?;
         eprintln!(
             "cluster: SIMULATED StarPU-MPI under SMPI, {q} mirage nodes, G = {g}, b = {b} (a minute or two)"
         );
-        let o = Process::new(prefix().join("bin/starpu_smpirun"))
-            .args(["-np", &q.to_string(), "-platform"])
-            .arg(&xml)
-            .arg("-hostfile")
-            .arg(&hosts)
-            .arg(&prog)
-            .args([
-                g.to_string(),
-                b.to_string(),
-                cpu.to_string(),
-                gpu.to_string(),
-                launch.to_string(),
-            ])
-            .env("STARPU_PERF_MODEL_DIR", samples())
-            .env("STARPU_HOSTNAME", "mirage")
-            .env("STARPU_HOME", &home)
-            .env("STARPU_SCHED", "dmda")
-            .env("STARPU_SILENT", "1")
-            .env_remove("LD_PRELOAD")
-            .output()
-            .map_err(|e| format!("starpu_smpirun: {e}"))?;
-        let text = String::from_utf8_lossy(&o.stdout).to_string();
-        let starpu_s = text
-            .lines()
-            .find(|l| l.starts_with("smpi-mm:"))
-            .and_then(|l| crate::apps::field(l, "makespan_s"))
+        let args = [g, b].map(|v| v.to_string());
+        let args = [&args[..], &[cpu, gpu, launch].map(|v| v.to_string())].concat();
+        let line = smpirun(
+            q,
+            &files,
+            &dir.join(format!("home-{q}")),
+            &prog,
+            &args,
+            &[],
+            "smpi-mm:",
+        )?;
+        let starpu_s = crate::apps::field(&line, "makespan_s")
             .and_then(|v| v.parse::<f64>().ok())
-            .ok_or_else(|| {
-                format!(
-                    "starpu_smpirun -np {q} printed no result:\n{text}{}",
-                    String::from_utf8_lossy(&o.stderr)
-                        .lines()
-                        .rev()
-                        .take(15)
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                )
-            })?;
+            .ok_or_else(|| format!("no makespan_s in `{line}`"))?;
         let (ours_s, ours_compute_s, ours_comm_s) = ours(&cluster, q, g, b)?;
         rows.push(XRow {
             ranks: q,
@@ -290,38 +336,20 @@ fn embedded_library() -> Result<PathBuf, String> {
 
 /// `scripts/smpi-dist-mm.c` linked with our static library.
 fn build_dist(out: &Path) -> Result<PathBuf, String> {
-    let p = prefix();
     let lib = embedded_library()?;
-    let flags = Process::new("pkg-config")
-        .args(["--static", "--cflags", "--libs", "starpumpi-1.4"])
-        .env("PKG_CONFIG_PATH", p.join("lib/pkgconfig"))
-        .output()
-        .map_err(|e| format!("pkg-config: {e}"))?;
-    let flags = String::from_utf8_lossy(&flags.stdout).to_string();
-    let prog = out.join("smpi-dist-mm");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let st = Process::new("smpicc")
-        .args(["-O2", "-Wall", "-o"])
-        .arg(&prog)
-        .arg(root.join("scripts/smpi-dist-mm.c"))
-        .arg(format!("-I{}", root.join("policy/include").display()))
-        .arg(&lib)
-        .args(
-            flags
-                .split_whitespace()
-                .filter(|f| !f.starts_with("-DSTARPU_OPENCL_DATADIR")),
-        )
-        // What the Rust library itself links (rustc --print native-static-libs).
-        .args(["-lipopt", "-lstdc++", "-lgcc_s", "-lutil", "-ldl", "-lm"])
-        .output()
-        .map_err(|e| format!("smpicc (libsimgrid-dev): {e}"))?;
-    if !st.status.success() {
-        return Err(format!(
-            "smpicc failed:\n{}",
-            String::from_utf8_lossy(&st.stderr)
-        ));
-    }
-    Ok(prog)
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("policy/include");
+    let extra = [
+        format!("-I{}", include.display()),
+        lib.display().to_string(),
+    ];
+    // What the Rust library itself links (rustc --print native-static-libs).
+    let native = ["-lipopt", "-lstdc++", "-lgcc_s", "-lutil", "-ldl"].map(String::from);
+    smpicc(
+        out,
+        "smpi-dist-mm.c",
+        "smpi-dist-mm",
+        &[&extra[..], &native[..]].concat(),
+    )
 }
 
 /// Tiles each rank receives when rank `r` owns `rects[r]` of a `g x g`
@@ -438,68 +466,28 @@ pub fn run_dist(
         cluster.nodes.truncate(q);
         let (specs, max_cpu, max_gpu) = node_specs(&cluster)?;
         let launch = rate(&cluster, DeviceKind::Cpu)?.1;
-        let (bw, lat) = cluster.network;
-        let xml = dir.join(format!("{name}-{q}.xml"));
         // Grenoble's nodes have at most 8 cores and 1 GPU, mirage's 12 and
         // 3: every node is a part of one sampled mirage (its bus model).
-        write(
-            &xml,
-            &format!(
-                "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM 'https://simgrid.org/simgrid.dtd'>\n<platform version=\"4.1\">\n<zone id=\"AS0\" routing=\"Full\">\n  <cluster id=\"c\" prefix=\"node\" suffix=\"\" radical=\"1-{q}\" speed=\"1Gf\" bw=\"{bw}GBps\" lat=\"{lat}us\" bb_bw=\"1000GBps\" bb_lat=\"1us\"/>\n</zone>\n</platform>\n"
-            ),
-        )?;
-        let hosts = dir.join(format!("hosts-{q}"));
-        write(
-            &hosts,
-            &(1..=q).map(|i| format!("node{i}\n")).collect::<String>(),
-        )?;
+        let files = platform_files(&dir, name, q, cluster.network)?;
         for &algo in algos {
-            let home = dir.join(format!("home-{name}-{q}-{g}-{algo}"));
-            std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
             eprintln!(
                 "cluster: SIMULATED our partitioning ({algo}) under SMPI, {q} nodes of {name}, G = {g}, b = {b}"
             );
-            let o = Process::new(prefix().join("bin/starpu_smpirun"))
-                .args(["-np", &q.to_string(), "-platform"])
-                .arg(&xml)
-                .arg("-hostfile")
-                .arg(&hosts)
-                .arg(&prog)
-                .args([
-                    g.to_string(),
-                    b.to_string(),
-                    launch.to_string(),
-                    specs.clone(),
-                    algo.name().to_string(),
-                ])
-                .env("STARPU_PERF_MODEL_DIR", samples())
-                .env("STARPU_HOSTNAME", "mirage")
-                .env("STARPU_HOME", &home)
-                .env("STARPU_SCHED", "dmda")
-                .env("STARPU_NCPU", max_cpu.to_string())
-                .env("STARPU_NCUDA", max_gpu.to_string())
-                .env("STARPU_NOPENCL", "0")
-                .env("STARPU_SILENT", "1")
-                .env_remove("LD_PRELOAD")
-                .output()
-                .map_err(|e| format!("starpu_smpirun: {e}"))?;
-            let text = String::from_utf8_lossy(&o.stdout).to_string();
-            let line = text
-                .lines()
-                .find(|l| l.starts_with("smpi-dist-mm:"))
-                .ok_or_else(|| {
-                    let err = String::from_utf8_lossy(&o.stderr);
-                    let tail: Vec<&str> = err
-                        .lines()
-                        .filter(|l| !l.contains("Probable bug"))
-                        .rev()
-                        .take(15)
-                        .collect();
-                    format!(
-                        "starpu_smpirun -np {q} ({name}, {algo}) printed no result:\n{text}{}",
-                        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                    )
-                })?;
+            let args = [
+                g.to_string(),
+                b.to_string(),
+                launch.to_string(),
+                specs.clone(),
+                algo.name().to_string(),
+            ];
+            let env = [
+                ("STARPU_NCPU", max_cpu.to_string()),
+                ("STARPU_NCUDA", max_gpu.to_string()),
+                ("STARPU_NOPENCL", "0".to_string()),
+            ];
+            let home = dir.join(format!("home-{name}-{q}-{g}-{algo}"));
+            let line = smpirun(q, &files, &home, &prog, &args, &env, "smpi-dist-mm:")?;
+            let line = line.as_str();
             let num = |k: &str| -> Result<f64, String> {
                 crate::apps::field(line, k)
                     .and_then(|v| v.parse().ok())
