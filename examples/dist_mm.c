@@ -24,6 +24,8 @@
  *   --timeout S           floor of the partitioning's deadlines (default 60)
  *   --fail-kernel R       rank R's node kernel fails (fault test)
  *   --stall R             rank R never joins the partitioning (fault test)
+ *   --comm starpu-mpi|mpi the partitioning's collectives: StarPU-MPI
+ *                         messages (default) or MPI's, polled
  *   --verbose             rank 0 prints every INPA round
  * Output: rank 0 prints one line "plb-dist-mm: ranks=Q n=N b=B ...
  * coverage=exact verified=ok"; exit status 0 when verified.
@@ -180,7 +182,7 @@ static void block_done(void *arg)
 static void usage(void)
 {
 	fprintf(stderr, "usage: plb-dist-mm N B [--algorithm NAME] [--node-balancer NAME] "
-			"[--timeout S] [--fail-kernel R] [--stall R] [--verbose]\n");
+			"[--timeout S] [--fail-kernel R] [--stall R] [--comm starpu-mpi|mpi] [--verbose]\n");
 }
 
 int main(int argc, char **argv)
@@ -200,7 +202,7 @@ int main(int argc, char **argv)
 	const uint64_t n = strtoull(argv[1], NULL, 10), b = strtoull(argv[2], NULL, 10);
 	const char *algorithm = "fpm-hier", *balancer = "plb-hac";
 	double timeout = 60.0;
-	int fail_kernel = -1, stall = -1, verbose = 0;
+	int fail_kernel = -1, stall = -1, verbose = 0, use_mpi = 0;
 	for (int i = 3; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(o, "--verbose")) {
@@ -223,6 +225,8 @@ int main(int argc, char **argv)
 			fail_kernel = atoi(v);
 		else if (!strcmp(o, "--stall"))
 			stall = atoi(v);
+		else if (!strcmp(o, "--comm") && (!strcmp(v, "mpi") || !strcmp(v, "starpu-mpi")))
+			use_mpi = !strcmp(v, "mpi");
 		else {
 			if (rank == 0)
 				usage();
@@ -250,11 +254,15 @@ int main(int argc, char **argv)
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 
-	/* 1. The partitioning, on a communicator of its own. */
+	/* 1. The partitioning: its collectives over StarPU-MPI's messages
+	 * (tags from 2^40 up: this program's own data have none), or with
+	 * --comm mpi over MPI on a communicator of its own. */
 	MPI_Comm control;
 	MPI_Comm_dup(MPI_COMM_WORLD, &control);
 	struct plb_dist_comm comm;
-	int rc = plb_dist_comm_mpi(&control, &comm);
+	struct plb_dist_starpu_mpi state;
+	int rc = use_mpi ? plb_dist_comm_mpi(&control, &comm)
+			 : plb_dist_comm_starpu_mpi(MPI_COMM_WORLD, (int64_t)1 << 40, &state, &comm);
 	if (rc != 0) {
 		fprintf(stderr, "plb-dist-mm: rank %d: %s\n", rank,
 			rc == -3 ? "MPI does not provide MPI_THREAD_MULTIPLE" : "MPI error");
@@ -414,8 +422,9 @@ int main(int argc, char **argv)
 	MPI_Reduce(&slowest, &longest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	const int verified = every[0] && every[1] && tiled;
 	if (rank == 0) {
-		printf("plb-dist-mm: ranks=%d n=%llu b=%llu algorithm=%s node_balancer=%s areas=[", size,
-		       (unsigned long long)n, (unsigned long long)b, algorithm, balancer);
+		printf("plb-dist-mm: ranks=%d n=%llu b=%llu algorithm=%s node_balancer=%s comm=%s areas=[",
+		       size, (unsigned long long)n, (unsigned long long)b, algorithm, balancer,
+		       use_mpi ? "mpi" : "starpu-mpi");
 		for (int r = 0; r < size; r++)
 			printf("%s%llu", r ? "," : "",
 			       (unsigned long long)(rects[r].rows * rects[r].cols));

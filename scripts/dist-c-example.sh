@@ -6,15 +6,16 @@
 # --starpu 1.4, against the project's StarPU 1.4.10 build, then runs it
 # under mpirun on this machine (REAL) and checks every run:
 #   * 2, 3 and 4 ranks of 2 CPU workers each, the partitioning by FPM
-#     (fpm-hier) and by PLB-HAC's models, each rank's share computed by its
-#     node's own PLB-HAC: rank 0's summary line must say ranks=Q,
-#     coverage=exact and verified=ok (each rank checks its own columns and
-#     entries, rank 0 the tiling), and the exit status must be 0;
+#     (fpm-hier) and by PLB-HAC's models over StarPU-MPI collectives (and
+#     once over MPI's), each rank's share computed by its node's own
+#     PLB-HAC: rank 0's summary line must say ranks=Q, coverage=exact and
+#     verified=ok (each rank checks its own columns and entries, rank 0 the
+#     tiling), and the exit status must be 0;
 #   * a rank whose node kernel fails: every rank ends (exit status not 0),
 #     rank 0 names the rank, that rank says why;
-#   * a rank that never joins: the others end at the deadline's floor
-#     (--timeout 3) with "no answer within 3 s" (rank 0 or rank 2, whichever
-#     ends the job first).
+#   * a rank that never joins, with either kind of collectives: the others
+#     end at the deadline's floor (--timeout 3) with "no answer within 3 s"
+#     (rank 0 or rank 2, whichever ends the job first).
 # usage: bash scripts/dist-c-example.sh [--starpu 1.3|1.4] [--build-only]
 # The program is target/dist-example-1.x/plb-dist-mm (rebuilt when older
 # than its source, the headers or the library).
@@ -79,16 +80,20 @@ run() {
 }
 fail() { echo "dist-c-example: $1" >&2; tail -20 "$log" >&2; exit 1; }
 
-for np in 2 3 4; do
-  for algo in fpm-hier plb-hac; do
-    run "$np" --algorithm "$algo" || fail "$np ranks, $algo: exit status not 0"
-    line=$(grep '^plb-dist-mm:' "$log") || fail "$np ranks, $algo: no summary line"
-    for want in "ranks=$np " "algorithm=$algo " "coverage=exact" "verified=ok"; do
-      [[ "$line" == *"$want"* ]] || fail "$np ranks, $algo: '$want' missing"
-    done
-    echo "REAL (this machine, StarPU $series) $line"
+# check NP ALGO COMM: one verified run.
+check() {
+  local np="$1" algo="$2" comm="$3" line want
+  run "$np" --algorithm "$algo" --comm "$comm" || fail "$np ranks, $algo, $comm: exit status not 0"
+  line=$(grep '^plb-dist-mm:' "$log") || fail "$np ranks, $algo, $comm: no summary line"
+  for want in "ranks=$np " "algorithm=$algo " "comm=$comm " "coverage=exact" "verified=ok"; do
+    [[ "$line" == *"$want"* ]] || fail "$np ranks, $algo, $comm: '$want' missing"
   done
+  echo "REAL (this machine, StarPU $series) $line"
+}
+for np in 2 3 4; do
+  for algo in fpm-hier plb-hac; do check "$np" "$algo" starpu-mpi; done
 done
+check 3 fpm-hier mpi
 
 if run 3 --fail-kernel 1; then fail "a failing kernel on rank 1: exit status 0"; fi
 grep -q 'failed on rank(s) \[1\]' "$log" || fail "a failing kernel: rank 0 does not name rank 1"
@@ -96,9 +101,11 @@ grep -q 'rank 1: node partitioning (IDPA) failed: the application.s node kernel 
   fail "a failing kernel: rank 1 does not say why"
 echo "dist-c-example: a failing node kernel on rank 1 ends every rank, rank 1 named: ok"
 
-if run 3 --stall 1 --timeout 3; then fail "a rank that never joins: exit status 0"; fi
-# Rank 0 (in the round's gather) and the others (in its broadcast) each
-# time out; the first to end the job may keep the others from saying so.
-grep -Eq 'rank [02]: partitioning round: no answer within 3 s' "$log" ||
-  fail "a rank that never joins: no rank times out"
-echo "dist-c-example: a rank that never joins ends the job at the deadline: ok"
+for comm in starpu-mpi mpi; do
+  if run 3 --stall 1 --timeout 3 --comm "$comm"; then fail "a rank that never joins ($comm): exit status 0"; fi
+  # Rank 0 (in the round's gather) and the others (in its broadcast) each
+  # time out; the first to end the job may keep the others from saying so.
+  grep -Eq 'rank [02]: partitioning round: no answer within 3 s' "$log" ||
+    fail "a rank that never joins ($comm): no rank times out"
+  echo "dist-c-example: a rank that never joins ends the job at the deadline ($comm collectives): ok"
+done

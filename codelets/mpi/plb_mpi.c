@@ -13,10 +13,11 @@
  *   starpu_mpi_irecv on vector handles), also against a deadline: the
  *   caller sleeps on a condition variable that each message's completion
  *   callback (StarPU-MPI's progress thread) signals, with the deadline as
- *   its time-out. The control collectives are polled (MPI_Test, then
- *   0.2 ms asleep): a blocking MPI_Wait cannot time out, and Open MPI's
- *   busy-polls its progress engine meanwhile, which takes a core from the
- *   StarPU workers of ranks sharing the machine.
+ *   its time-out (plb_distributed.h's exchange). The control collectives
+ *   are polled (MPI_Test, then 0.2 ms asleep): a blocking MPI_Wait cannot
+ *   time out, and Open MPI busy-polls its progress engine meanwhile,
+ *   which takes a core from the StarPU workers of ranks sharing the
+ *   machine; and the first one runs before StarPU-MPI starts.
  *
  * Every function returns 0 on success, -1 on time-out, another negative
  * number on an MPI or StarPU error.
@@ -108,98 +109,26 @@ struct plb_mpi_msg {
 	int64_t tag;
 };
 
-/* Messages of one exchange completed so far, and the condition the
- * exchange sleeps on until all have. */
-struct completions {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int done;
-};
-
-/* A message's completion callback (StarPU-MPI's progress thread). */
-static void message_done(void *arg)
-{
-	struct completions *c = arg;
-	pthread_mutex_lock(&c->lock);
-	c->done++;
-	pthread_cond_signal(&c->cond);
-	pthread_mutex_unlock(&c->lock);
-}
-
-/* Sleeps until `posted` messages of `c` completed or `timeout_s` passed
- * (-1). */
-static int wait_completions(struct completions *c, int posted, double timeout_s)
-{
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	double whole = (double)until.tv_sec + 1e-9 * (double)until.tv_nsec + timeout_s;
-	until.tv_sec = (time_t)whole;
-	until.tv_nsec = (long)((whole - (double)until.tv_sec) * 1e9);
-	int rc = 0;
-	pthread_mutex_lock(&c->lock);
-	while (c->done < posted) {
-		int r = pthread_cond_timedwait(&c->cond, &c->lock, &until);
-		if (r == ETIMEDOUT && c->done < posted) {
-			rc = -1;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&c->lock);
-	return rc;
-}
-
-/* Posts every receive and send with StarPU-MPI (detached requests on a
- * vector handle per message; each completion is counted and signalled)
- * and sleeps until all completed, within `timeout_s`. The buffers are in
- * main memory and up to date when it returns 0. */
+/* Posts every receive and send with StarPU-MPI and sleeps until all
+ * completed, within `timeout_s` (plb_distributed.h's exchange: a detached
+ * request per message on a vector handle, each completion signalled; on
+ * failure everything is left pending, and the caller ends the job). The
+ * buffers are in main memory and up to date when it returns 0. */
 int plb_mpi_exchange(const struct plb_mpi_msg *sends, int nsends, const struct plb_mpi_msg *recvs,
 		     int nrecvs, double timeout_s)
 {
-	int n = nsends + nrecvs, rc = 0, posted = 0;
+	const int n = nsends + nrecvs;
 	if (n == 0)
 		return 0;
-	starpu_data_handle_t *h = calloc((size_t)n, sizeof(*h));
-	struct completions *completed = malloc(sizeof(*completed));
-	pthread_condattr_t attr;
-	if (!h || !completed || pthread_condattr_init(&attr) != 0) {
-		free(h);
-		free(completed);
+	struct plb_dist_msg *m = calloc((size_t)n, sizeof *m);
+	if (!m)
 		return -6;
-	}
-	/* The deadline is on the monotonic clock. */
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_mutex_init(&completed->lock, NULL);
-	pthread_cond_init(&completed->cond, &attr);
-	pthread_condattr_destroy(&attr);
-	completed->done = 0;
 	for (int i = 0; i < n; i++) {
-		const struct plb_mpi_msg *m = i < nrecvs ? &recvs[i] : &sends[i - nrecvs];
-		starpu_vector_data_register(&h[i], STARPU_MAIN_RAM, (uintptr_t)m->buf,
-					    (uint32_t)m->count, sizeof(float));
-		int r = i < nrecvs ? starpu_mpi_irecv_detached(h[i], m->peer, m->tag, MPI_COMM_WORLD,
-							      message_done, completed)
-				   : starpu_mpi_isend_detached(h[i], m->peer, m->tag, MPI_COMM_WORLD,
-							      message_done, completed);
-		if (r != 0) {
-			fprintf(stderr, "plb_mpi_exchange: starpu_mpi_%s to/from %d (tag %lld) failed: %d\n",
-				i < nrecvs ? "irecv" : "isend", m->peer, (long long)m->tag, r);
-			rc = -7;
-			break;
-		}
-		posted++;
+		const struct plb_mpi_msg *x = i < nrecvs ? &recvs[i] : &sends[i - nrecvs];
+		m[i] = plb_dist_msg_of(x->buf, (size_t)x->count * sizeof(float), x->peer, x->tag,
+				       i < nrecvs);
 	}
-	if (rc == 0)
-		rc = wait_completions(completed, posted, timeout_s);
-	if (rc == 0) {
-		for (int i = 0; i < n; i++)
-			starpu_data_unregister(h[i]);
-		pthread_cond_destroy(&completed->cond);
-		pthread_mutex_destroy(&completed->lock);
-		free(completed);
-	}
-	/* On failure the handles and the completions are left as they are:
-	 * their requests may still be pending (and call message_done), and the
-	 * caller ends the job. */
-	free(h);
+	const int rc = plb_dist_starpu_mpi_exchange(m, n, MPI_COMM_WORLD, timeout_s);
+	free(m);
 	return rc;
 }

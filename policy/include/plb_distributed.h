@@ -14,9 +14,9 @@
  *
  *   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
  *   starpu_mpi_init_conf(NULL, NULL, 0, MPI_COMM_WORLD, NULL);
- *   MPI_Comm control; MPI_Comm_dup(MPI_COMM_WORLD, &control);
- *   struct plb_dist_comm comm;
- *   if (plb_dist_comm_mpi(&control, &comm) != 0) ...   // MULTIPLE needed
+ *   struct plb_dist_starpu_mpi state; struct plb_dist_comm comm;
+ *   plb_dist_comm_starpu_mpi(MPI_COMM_WORLD, FIRST_TAG, &state, &comm);
+ *   // (or plb_dist_comm_mpi: MPI collectives on a duplicated communicator)
  *   struct plb_dist_config cfg = { .grid = G, .block = b,
  *       .ndevices = starpu_worker_get_count(),
  *       .bench = my_bench, .bench_arg = &my_state };
@@ -48,9 +48,15 @@
 #ifndef PLB_DISTRIBUTED_H
 #define PLB_DISTRIBUTED_H
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <mpi.h>
+#include <starpu.h>
+#include <starpu_mpi.h>
 #include "plb_divisible.h"
 
 #ifdef __cplusplus
@@ -200,6 +206,195 @@ static inline int plb_dist_comm_mpi(MPI_Comm *comm, struct plb_dist_comm *out)
 	out->arg = comm;
 	out->allgather = plb_dist_mpi_allgather;
 	out->bcast = plb_dist_mpi_bcast;
+	return 0;
+}
+
+/*
+ * Collectives over StarPU-MPI's messages instead (StarPU-MPI must be
+ * running): each is a set of detached StarPU-MPI messages on registered
+ * byte vectors whose completion callbacks (StarPU-MPI's progress thread)
+ * signal a condition variable; the caller sleeps on it until every
+ * message completed or the deadline passed. Nothing polls. Not for
+ * StarPU-SimGrid, where a thread may not sleep outside the simulation.
+ */
+
+/* One message of plb_dist_starpu_mpi_exchange: bytes at buf to or from
+ * peer, with tag. */
+struct plb_dist_msg {
+	void *buf;
+	size_t bytes;
+	int peer;
+	int64_t tag;
+	int receive; /* 1: receive into buf, 0: send buf */
+};
+
+struct plb_dist_completions {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done;
+};
+
+static inline struct plb_dist_msg plb_dist_msg_of(void *buf, size_t bytes, int peer, int64_t tag,
+						   int receive)
+{
+	struct plb_dist_msg m;
+	m.buf = buf;
+	m.bytes = bytes;
+	m.peer = peer;
+	m.tag = tag;
+	m.receive = receive;
+	return m;
+}
+
+static inline void plb_dist_message_done(void *arg)
+{
+	struct plb_dist_completions *c = (struct plb_dist_completions *)arg;
+	pthread_mutex_lock(&c->lock);
+	c->done++;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * Posts every message of msgs[0 .. n - 1] with StarPU-MPI on comm, then
+ * waits until all completed, at most timeout_s seconds. Returns 0,
+ * PLB_DIST_TIMEDOUT, or -5 (StarPU-MPI refused a message). On anything
+ * but 0 the messages may still be pending: their buffers, handles and
+ * completion state are left as they are (never freed under StarPU-MPI).
+ */
+static inline int plb_dist_starpu_mpi_exchange(const struct plb_dist_msg *msgs, int n, MPI_Comm comm,
+					       double timeout_s)
+{
+	starpu_data_handle_t *h = (starpu_data_handle_t *)calloc((size_t)n + 1, sizeof *h);
+	struct plb_dist_completions *c =
+		(struct plb_dist_completions *)malloc(sizeof(struct plb_dist_completions));
+	pthread_condattr_t attr;
+	if (!h || !c || pthread_condattr_init(&attr) != 0) {
+		free(h);
+		free(c);
+		return -6;
+	}
+	/* The deadline is on the monotonic clock. */
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	c->done = 0;
+	int posted = 0, rc = 0;
+	for (int i = 0; i < n; i++) {
+		const struct plb_dist_msg *m = &msgs[i];
+		starpu_vector_data_register(&h[i], STARPU_MAIN_RAM, (uintptr_t)m->buf,
+					    (uint32_t)m->bytes, 1);
+		if ((m->receive ? starpu_mpi_irecv_detached(h[i], m->peer, m->tag, comm,
+							   plb_dist_message_done, c)
+				: starpu_mpi_isend_detached(h[i], m->peer, m->tag, comm,
+							   plb_dist_message_done, c)) != 0) {
+			rc = -5;
+			break;
+		}
+		posted++;
+	}
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	const double whole = (double)(long long)timeout_s;
+	until.tv_sec += (time_t)whole;
+	until.tv_nsec += (long)((timeout_s - whole) * 1e9);
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&c->lock);
+	while (rc == 0 && c->done < posted)
+		if (pthread_cond_timedwait(&c->cond, &c->lock, &until) == ETIMEDOUT &&
+		    c->done < posted)
+			rc = PLB_DIST_TIMEDOUT;
+	pthread_mutex_unlock(&c->lock);
+	if (rc == 0) {
+		for (int i = 0; i < n; i++)
+			starpu_data_unregister(h[i]);
+		pthread_cond_destroy(&c->cond);
+		pthread_mutex_destroy(&c->lock);
+		free(c);
+		free(h);
+	}
+	return rc;
+}
+
+/* A communicator for plb_dist_comm_starpu_mpi: StarPU-MPI's comm and the
+ * next message tag (one per collective; every rank calls the same
+ * collectives in the same order, so their tags agree). */
+struct plb_dist_starpu_mpi {
+	MPI_Comm comm;
+	int64_t next_tag;
+	int rank, size;
+};
+
+static inline int plb_dist_starpu_mpi_allgather(void *arg, const void *send, int len, void *recv,
+						double timeout_s)
+{
+	struct plb_dist_starpu_mpi *s = (struct plb_dist_starpu_mpi *)arg;
+	const int64_t tag = s->next_tag++;
+	memcpy((char *)recv + (size_t)s->rank * len, send, (size_t)len);
+	struct plb_dist_msg *m =
+		(struct plb_dist_msg *)calloc(2 * (size_t)s->size, sizeof(struct plb_dist_msg));
+	if (!m)
+		return -6;
+	int n = 0;
+	for (int r = 0; r < s->size; r++) {
+		if (r == s->rank)
+			continue;
+		m[n++] = plb_dist_msg_of((char *)recv + (size_t)r * len, (size_t)len, r, tag, 1);
+		m[n++] = plb_dist_msg_of((void *)send, (size_t)len, r, tag, 0);
+	}
+	const int rc = plb_dist_starpu_mpi_exchange(m, n, s->comm, timeout_s);
+	free(m);
+	return rc;
+}
+
+static inline int plb_dist_starpu_mpi_bcast(void *arg, void *buf, int len, int root,
+					    double timeout_s)
+{
+	struct plb_dist_starpu_mpi *s = (struct plb_dist_starpu_mpi *)arg;
+	const int64_t tag = s->next_tag++;
+	struct plb_dist_msg *m =
+		(struct plb_dist_msg *)calloc((size_t)s->size, sizeof(struct plb_dist_msg));
+	if (!m)
+		return -6;
+	int n = 0;
+	if (s->rank == root) {
+		for (int r = 0; r < s->size; r++)
+			if (r != root)
+				m[n++] = plb_dist_msg_of(buf, (size_t)len, r, tag, 0);
+	} else {
+		m[n++] = plb_dist_msg_of(buf, (size_t)len, root, tag, 1);
+	}
+	const int rc = plb_dist_starpu_mpi_exchange(m, n, s->comm, timeout_s);
+	free(m);
+	return rc;
+}
+
+/*
+ * Fills *out with collectives over StarPU-MPI's messages on comm (the
+ * communicator StarPU-MPI was started on), using message tags from
+ * first_tag up, one per collective: give the partitioning tags no data of
+ * the application uses. *state must outlive every use of *out. Returns
+ * 0 or an MPI error code.
+ */
+static inline int plb_dist_comm_starpu_mpi(MPI_Comm comm, int64_t first_tag,
+					   struct plb_dist_starpu_mpi *state, struct plb_dist_comm *out)
+{
+	int rc;
+	state->comm = comm;
+	state->next_tag = first_tag;
+	if ((rc = starpu_mpi_comm_rank(comm, &state->rank)) != 0)
+		return rc;
+	if ((rc = starpu_mpi_comm_size(comm, &state->size)) != 0)
+		return rc;
+	out->rank = state->rank;
+	out->size = state->size;
+	out->arg = state;
+	out->allgather = plb_dist_starpu_mpi_allgather;
+	out->bcast = plb_dist_starpu_mpi_bcast;
 	return 0;
 }
 
