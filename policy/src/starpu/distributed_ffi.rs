@@ -191,8 +191,8 @@ impl NodeKernel for CallbackKernel {
     fn bench(&self, rows: u64, cols: &[u64]) -> Result<Vec<f64>, String> {
         let mut secs = vec![0.0f64; cols.len()];
         // SAFETY: the header's contract: the kernel reads `ndevices`
-        // columns counts and writes `ndevices` seconds; both slices have
-        // `cols.len()` entries, which is what is passed.
+        // column counts and writes `ndevices` seconds; both slices have
+        // `cols.len()` entries, and `ndevices` is `cols.len()`.
         let rc = unsafe {
             (self.bench)(
                 self.arg,
