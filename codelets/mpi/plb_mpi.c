@@ -4,20 +4,22 @@
  *
  * - StarPU-MPI start and stop on MPI_COMM_WORLD (MPI initialised here
  *   with MPI_THREAD_MULTIPLE, StarPU-MPI then told not to initialise it);
- * - small control collectives (allgather, broadcast) on a duplicate of
- *   MPI_COMM_WORLD, non-blocking and polled against a deadline, so that a
- *   rank that died or never answers turns into an error on every other
- *   rank instead of a hang (the collectives of plb_distributed.h, which
- *   C applications of the distributed API use too);
+ * - small control collectives (allgather, broadcast) against a deadline,
+ *   so that a rank that died or never answers turns into an error on
+ *   every other rank instead of a hang (the collectives of
+ *   plb_distributed.h, which C applications of the distributed API use
+ *   too): while StarPU-MPI runs, StarPU-MPI messages the caller sleeps on;
+ *   before (the configuration check), non-blocking MPI collectives on a
+ *   duplicate of MPI_COMM_WORLD, polled;
  * - the data exchange of a pivot step with StarPU-MPI (starpu_mpi_isend /
  *   starpu_mpi_irecv on vector handles), also against a deadline: the
  *   caller sleeps on a condition variable that each message's completion
  *   callback (StarPU-MPI's progress thread) signals, with the deadline as
- *   its time-out (plb_distributed.h's exchange). The control collectives
- *   are polled (MPI_Test, then 0.2 ms asleep): a blocking MPI_Wait cannot
+ *   its time-out (plb_distributed.h's exchange). The MPI collectives are
+ *   polled (MPI_Test, then 0.2 ms asleep): a blocking MPI_Wait cannot
  *   time out, and Open MPI busy-polls its progress engine meanwhile,
  *   which takes a core from the StarPU workers of ranks sharing the
- *   machine; and the first one runs before StarPU-MPI starts.
+ *   machine.
  *
  * Every function returns 0 on success, -1 on time-out, another negative
  * number on an MPI or StarPU error.
@@ -59,14 +61,28 @@ int plb_mpi_init(int *rank, int *size)
 	return 0;
 }
 
+/* While StarPU-MPI runs, the control collectives are StarPU-MPI messages
+ * (plb_distributed.h's: the caller sleeps until they complete or the
+ * deadline passes), with tags from 2^50 up, above every tag of the data
+ * exchanges; before it starts (the configuration check) they are MPI's,
+ * polled. */
+static int starpu_running;
+static struct plb_dist_starpu_mpi starpu_control;
+
 /* starpu_mpi_init_conf on MPI_COMM_WORLD with `conf` (MPI already up). */
 int plb_mpi_starpu_init(struct starpu_conf *conf)
 {
-	return starpu_mpi_init_conf(NULL, NULL, 0, MPI_COMM_WORLD, conf);
+	int rc = starpu_mpi_init_conf(NULL, NULL, 0, MPI_COMM_WORLD, conf);
+	struct plb_dist_comm unused;
+	if (rc == 0 &&
+	    plb_dist_comm_starpu_mpi(MPI_COMM_WORLD, (int64_t)1 << 50, &starpu_control, &unused) == 0)
+		starpu_running = 1;
+	return rc;
 }
 
 void plb_mpi_starpu_shutdown(void)
 {
+	starpu_running = 0;
 	starpu_mpi_shutdown();
 }
 
@@ -92,13 +108,16 @@ void plb_mpi_abort(int code)
  * `timeout_s` seconds (the distributed API's own MPI collective). */
 int plb_mpi_allgather(const void *send, int len, void *recv, double timeout_s)
 {
-	return plb_dist_mpi_allgather(&control, send, len, recv, timeout_s);
+	return starpu_running
+		       ? plb_dist_starpu_mpi_allgather(&starpu_control, send, len, recv, timeout_s)
+		       : plb_dist_mpi_allgather(&control, send, len, recv, timeout_s);
 }
 
 /* `len` bytes of `root` into every rank's `buf`, within `timeout_s`. */
 int plb_mpi_bcast(void *buf, int len, int root, double timeout_s)
 {
-	return plb_dist_mpi_bcast(&control, buf, len, root, timeout_s);
+	return starpu_running ? plb_dist_starpu_mpi_bcast(&starpu_control, buf, len, root, timeout_s)
+			      : plb_dist_mpi_bcast(&control, buf, len, root, timeout_s);
 }
 
 /* One message of an exchange: `count` floats at `buf` to or from `peer`. */
