@@ -105,19 +105,32 @@ void plb_mpi_abort(int code)
 }
 
 /* Every rank's `len` bytes into `recv` (size * len bytes), within
- * `timeout_s` seconds (the distributed API's own MPI collective). */
-int plb_mpi_allgather(const void *send, int len, void *recv, double timeout_s)
+ * `timeout_s` seconds. */
+static int control_allgather(void *arg, const void *send, int len, void *recv, double timeout_s)
 {
+	(void)arg;
 	return starpu_running
 		       ? plb_dist_starpu_mpi_allgather(&starpu_control, send, len, recv, timeout_s)
 		       : plb_dist_mpi_allgather(&control, send, len, recv, timeout_s);
 }
 
 /* `len` bytes of `root` into every rank's `buf`, within `timeout_s`. */
-int plb_mpi_bcast(void *buf, int len, int root, double timeout_s)
+static int control_bcast(void *arg, void *buf, int len, int root, double timeout_s)
 {
+	(void)arg;
 	return starpu_running ? plb_dist_starpu_mpi_bcast(&starpu_control, buf, len, root, timeout_s)
 			      : plb_dist_mpi_bcast(&control, buf, len, root, timeout_s);
+}
+
+/* The control collectives as plb_distributed.h's communicator (after
+ * plb_mpi_init). */
+void plb_mpi_control(struct plb_dist_comm *out)
+{
+	MPI_Comm_rank(MPI_COMM_WORLD, &out->rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &out->size);
+	out->arg = NULL;
+	out->allgather = control_allgather;
+	out->bcast = control_bcast;
 }
 
 /* One message of an exchange: `count` floats at `buf` to or from `peer`. */

@@ -55,7 +55,7 @@ use super::exec::{Session, divisible_pass, run_pinned};
 use super::mpi::{Mpi, launcher_rank, say};
 use super::{Data, Handle, MM_MPI_TAG, Options as RunOptions, Verification, Workload, input_rng};
 use crate::cli::Failure;
-use plb_core::cluster::comm::{bytes_f64, f64_bytes};
+use plb_core::cluster::comm::{Comm as _, bytes_f64, f64_bytes};
 
 unsafe extern "C" {
     static mut plb_mm_cl: sys::starpu_codelet;
@@ -851,7 +851,7 @@ impl<'a> Run<'a> {
                 compute_s += tk.elapsed().as_secs_f64();
                 // This step's exchange and update: the next steps' waits
                 // may last DEADLINE_SCALE times the longest.
-                self.mpi.deadline.note(tc.elapsed().as_secs_f64());
+                self.mpi.deadline().note(tc.elapsed().as_secs_f64());
             }
             Ok(())
         })();

@@ -9,10 +9,12 @@
 // `// SAFETY:` comment).
 #![allow(unsafe_code)]
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
-use plb_core::cluster::comm::Comm;
+use plb_core::cluster::comm::{Comm, status};
 pub use plb_core::cluster::comm::{CommError, Deadline};
+pub use starpu_plb::diagnostics::say;
+use starpu_plb::starpu::distributed_ffi::{CallbackComm, plb_dist_comm};
 
 #[repr(C)]
 struct RawMsg {
@@ -26,9 +28,7 @@ unsafe extern "C" {
     fn plb_mpi_init(rank: *mut c_int, size: *mut c_int) -> c_int;
     fn plb_mpi_finalize();
     fn plb_mpi_abort(code: c_int);
-    fn plb_mpi_allgather(send: *const c_void, len: c_int, recv: *mut c_void, timeout: f64)
-    -> c_int;
-    fn plb_mpi_bcast(buf: *mut c_void, len: c_int, root: c_int, timeout: f64) -> c_int;
+    fn plb_mpi_control(out: *mut plb_dist_comm);
     fn plb_mpi_exchange(
         sends: *const RawMsg,
         nsends: c_int,
@@ -38,16 +38,13 @@ unsafe extern "C" {
     ) -> c_int;
 }
 
-/// The C shim's status for a collective or exchange not complete by its
-/// deadline (its request may still be pending).
-const TIMED_OUT: c_int = -1;
-
 /// This process's place in `MPI_COMM_WORLD`; MPI is finalised on drop.
 pub struct Mpi {
     pub rank: usize,
     pub size: usize,
-    /// Deadline of every collective and exchange.
-    pub deadline: Deadline,
+    /// The control collectives (`plb_mpi.c`'s, through the distributed
+    /// API's C communicator) and the deadline of every wait.
+    control: CallbackComm,
 }
 
 /// The rank the MPI launcher gave this process, read from its environment
@@ -80,77 +77,29 @@ impl Mpi {
         if rc != 0 {
             return Err(format!("MPI initialisation failed ({rc})"));
         }
+        let mut raw = plb_dist_comm {
+            rank: 0,
+            size: 0,
+            arg: std::ptr::null_mut(),
+            allgather: None,
+            bcast: None,
+        };
+        // SAFETY: MPI is initialised; `raw` is valid for the write.
+        unsafe { plb_mpi_control(&mut raw) };
+        // SAFETY: plb_mpi.c's collectives keep the header's contract and
+        // need no argument; they live as long as the process.
+        let control = unsafe { CallbackComm::new(raw, timeout_s) }
+            .ok_or("plb_mpi.c gave no control collectives")?;
         Ok(Mpi {
             rank: rank as usize,
             size: size as usize,
-            deadline: Deadline::new(timeout_s),
+            control,
         })
     }
 
-    fn check(&self, what: &str, rc: c_int, waited_s: f64) -> Result<(), CommError> {
-        match rc {
-            0 => Ok(()),
-            TIMED_OUT => Err(CommError::TimedOut {
-                what: what.to_string(),
-                // Shown to a tenth of a second.
-                seconds: (waited_s * 10.0).round() / 10.0,
-            }),
-            code => Err(CommError::Failed {
-                what: what.to_string(),
-                code,
-            }),
-        }
-    }
-
-    /// Every rank's `mine` (same length on every rank), rank by rank.
-    pub fn allgather(&self, what: &str, mine: &[u8]) -> Result<Vec<Vec<u8>>, CommError> {
-        let len = mine.len();
-        let mut all = vec![0u8; len * self.size];
-        let Ok(n) = c_int::try_from(len) else {
-            return Err(CommError::Failed {
-                what: what.into(),
-                code: -8,
-            });
-        };
-        let send = mine.to_vec();
-        let deadline = self.deadline.seconds();
-        // SAFETY: `send` has `len` bytes and `all` `len · size`. When the
-        // call completes, MPI is done with both; when it times out, the
-        // request may still be pending and both are leaked just below, so
-        // MPI can never write into or read from freed memory.
-        let rc = unsafe {
-            plb_mpi_allgather(send.as_ptr().cast(), n, all.as_mut_ptr().cast(), deadline)
-        };
-        if let Err(e) = self.check(what, rc, deadline) {
-            if rc == TIMED_OUT {
-                std::mem::forget(send);
-                std::mem::forget(all);
-            }
-            return Err(e);
-        }
-        Ok(all.chunks(len.max(1)).map(<[u8]>::to_vec).collect())
-    }
-
-    /// `buf` of `root` into every rank's `buf` (same length everywhere).
-    pub fn bcast(&self, what: &str, buf: &mut [u8], root: usize) -> Result<(), CommError> {
-        let Ok(n) = c_int::try_from(buf.len()) else {
-            return Err(CommError::Failed {
-                what: what.into(),
-                code: -8,
-            });
-        };
-        let mut tmp = buf.to_vec();
-        let deadline = self.deadline.seconds();
-        // SAFETY: `tmp` has `n` bytes. When the call completes, MPI is done
-        // with it; when it times out, the request may still be pending and
-        // `tmp` is leaked just below, never freed under MPI.
-        let rc = unsafe { plb_mpi_bcast(tmp.as_mut_ptr().cast(), n, root as c_int, deadline) };
-        if rc == TIMED_OUT {
-            std::mem::forget(tmp);
-        } else if rc == 0 {
-            buf.copy_from_slice(&tmp);
-        }
-        self.check(what, rc, deadline)
+    /// The deadline of every collective and exchange.
+    pub fn deadline(&self) -> &Deadline {
+        self.control.deadline()
     }
 
     /// Sends and receives float buffers with StarPU-MPI (StarPU-MPI must be
@@ -177,7 +126,7 @@ impl Mpi {
             .iter_mut()
             .map(|(d, p, t)| raw(d.as_mut_ptr(), d.len(), *p, *t))
             .collect();
-        let deadline = self.deadline.seconds();
+        let deadline = self.deadline().seconds();
         // SAFETY: every buffer is borrowed for the whole call (sends shared,
         // receives exclusive); the C side registers, transfers and
         // unregisters them before returning 0. On an error its requests
@@ -193,7 +142,7 @@ impl Mpi {
                 deadline,
             )
         };
-        self.check(what, rc, deadline)
+        status(what, rc, deadline)
     }
 
     /// Ends every rank of the job with `code` (MPI_Abort).
@@ -204,6 +153,7 @@ impl Mpi {
     }
 }
 
+/// The control collectives ([`Comm::allgather`], [`Comm::bcast`]).
 impl Comm for Mpi {
     fn rank(&self) -> usize {
         self.rank
@@ -212,13 +162,13 @@ impl Comm for Mpi {
         self.size
     }
     fn allgather(&self, what: &str, mine: &[u8]) -> Result<Vec<Vec<u8>>, CommError> {
-        Mpi::allgather(self, what, mine)
+        self.control.allgather(what, mine)
     }
     fn bcast(&self, what: &str, buf: &mut [u8], root: usize) -> Result<(), CommError> {
-        Mpi::bcast(self, what, buf, root)
+        self.control.bcast(what, buf, root)
     }
     fn note_step(&self, seconds: f64) {
-        self.deadline.note(seconds);
+        self.control.note_step(seconds);
     }
 }
 
@@ -228,12 +178,4 @@ impl Drop for Mpi {
         // before (the session is dropped first).
         unsafe { plb_mpi_finalize() };
     }
-}
-
-/// Writes `line` and a newline to stderr in one call, so that the lines
-/// of ranks sharing a terminal or a pipe do not interleave (`eprintln!`
-/// may write a formatted line in pieces).
-pub fn say(line: &str) {
-    use std::io::Write as _;
-    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }

@@ -31,6 +31,24 @@ impl fmt::Display for CommError {
     }
 }
 
+/// What a C collective or exchange returned, as a result: 0 is done,
+/// `-1` not done within `waited_s` (the request may still be pending),
+/// anything else a failure of the communication library. Seconds are shown
+/// to a tenth.
+pub fn status(what: &str, rc: i32, waited_s: f64) -> Result<(), CommError> {
+    match rc {
+        0 => Ok(()),
+        -1 => Err(CommError::TimedOut {
+            what: what.to_string(),
+            seconds: (waited_s * 10.0).round() / 10.0,
+        }),
+        code => Err(CommError::Failed {
+            what: what.to_string(),
+            code,
+        }),
+    }
+}
+
 /// One rank's view of the ranks taking part (every rank calls the same
 /// collectives in the same order).
 pub trait Comm {

@@ -10,9 +10,10 @@
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 
-use super::guard::ffi_guard;
+use super::guard::{guard_status, set_last_error};
+use crate::diagnostics::say;
 use plb_core::cluster::cma::Rect;
-use plb_core::cluster::comm::{Comm, CommError, Deadline};
+use plb_core::cluster::comm::{Comm, CommError, Deadline, status};
 use plb_core::cluster::protocol::{NodeKernel, PartitionFailure, partition};
 use plb_core::cluster::{Algorithm, HierConfig, LevelConfig};
 
@@ -80,13 +81,15 @@ thread_local! {
 }
 
 fn fail(code: c_int, msg: &str) -> c_int {
-    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+    set_last_error(&LAST_ERROR, msg);
     code
 }
 
-/// The application's communicator callbacks, with the deadline.
-struct CallbackComm {
+/// A [`Comm`] over C collectives (`struct plb_dist_comm`: an application's
+/// callbacks, or `plb app mm-mpi`'s shim), each given the deadline as its
+/// time-out. On a time-out the buffers the collective may still use are
+/// leaked, never freed under it.
+pub struct CallbackComm {
     raw: plb_dist_comm,
     allgather: AllgatherFn,
     bcast: BcastFn,
@@ -94,18 +97,26 @@ struct CallbackComm {
 }
 
 impl CallbackComm {
-    fn status(what: &str, rc: c_int, waited_s: f64) -> Result<(), CommError> {
-        match rc {
-            0 => Ok(()),
-            PLB_DIST_TIMEDOUT => Err(CommError::TimedOut {
-                what: what.into(),
-                seconds: (waited_s * 10.0).round() / 10.0,
-            }),
-            code => Err(CommError::Failed {
-                what: what.into(),
-                code,
-            }),
-        }
+    /// Over `raw`'s callbacks, with deadlines of `floor_s` seconds at
+    /// least ([`Deadline`]); `None` when a callback is NULL.
+    ///
+    /// # Safety
+    /// `raw`'s callbacks keep the contract of `plb_distributed.h` (move
+    /// exactly the bytes they are given; on `PLB_DIST_TIMEDOUT` they may
+    /// still use the buffers) for as long as the `CallbackComm` lives, and
+    /// `raw.arg` stays valid as long.
+    pub unsafe fn new(raw: plb_dist_comm, floor_s: f64) -> Option<CallbackComm> {
+        Some(CallbackComm {
+            allgather: raw.allgather?,
+            bcast: raw.bcast?,
+            raw,
+            deadline: Deadline::new(floor_s),
+        })
+    }
+
+    /// The deadline of every collective (and of the caller's own waits).
+    pub fn deadline(&self) -> &Deadline {
+        &self.deadline
     }
 }
 
@@ -125,11 +136,10 @@ impl Comm for CallbackComm {
         let send = mine.to_vec();
         let mut recv = vec![0u8; mine.len() * self.size()];
         let timeout = self.deadline.seconds();
-        // SAFETY: the callback and its argument come from the application,
-        // which the header obliges to gather `len` bytes per rank into a
-        // buffer of `len * size` bytes: `send` and `recv` have those sizes.
-        // On a time-out the collective may still be pending, so both
-        // buffers are leaked just below, never freed under it.
+        // SAFETY: `new`'s contract: the callback gathers `len` bytes per
+        // rank into a buffer of `len * size` bytes; `send` and `recv` have
+        // those sizes. On a time-out the collective may still be pending,
+        // so both buffers are leaked just below, never freed under it.
         let rc = unsafe {
             (self.allgather)(
                 self.raw.arg,
@@ -145,7 +155,7 @@ impl Comm for CallbackComm {
         } else if rc == 0 {
             return Ok(recv.chunks(mine.len().max(1)).map(<[u8]>::to_vec).collect());
         }
-        Self::status(what, rc, timeout).map(|()| Vec::new())
+        status(what, rc, timeout).map(|()| Vec::new())
     }
     fn bcast(&self, what: &str, buf: &mut [u8], root: usize) -> Result<(), CommError> {
         let len = c_int::try_from(buf.len()).map_err(|_| CommError::Failed {
@@ -170,7 +180,7 @@ impl Comm for CallbackComm {
         } else if rc == 0 {
             buf.copy_from_slice(&tmp);
         }
-        Self::status(what, rc, timeout)
+        status(what, rc, timeout)
     }
     fn note_step(&self, seconds: f64) {
         self.deadline.note(seconds);
@@ -255,13 +265,6 @@ fn settings(cfg: &plb_dist_config) -> Result<HierConfig, String> {
     })
 }
 
-/// Writes `line` and a newline to stderr in one call (ranks sharing a
-/// terminal do not interleave within a line).
-fn say(line: &str) {
-    use std::io::Write as _;
-    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
-}
-
 /// The partitioning (see the header). Returns `PLB_DIST_OK` with `rects`
 /// (`comm->size` entries) and `split` (`cfg->ndevices` entries) filled,
 /// or a negative `PLB_DIST_E*` code.
@@ -277,8 +280,7 @@ pub unsafe extern "C" fn plb_dist_partition(
     rects: *mut plb_dist_rect,
     split: *mut u64,
 ) -> c_int {
-    const PANICKED: c_int = c_int::MIN;
-    let rc = ffi_guard("plb_dist_partition", PANICKED, || {
+    guard_status("plb_dist_partition", PLB_DIST_EFAULT, &LAST_ERROR, || {
         // SAFETY: NULL or valid (caller's contract).
         let (Some(cfg), Some(comm)) = (unsafe { cfg.as_ref() }, unsafe { comm.as_ref() }) else {
             return fail(PLB_DIST_EINVAL, "plb_dist_partition: cfg or comm is NULL");
@@ -289,8 +291,7 @@ pub unsafe extern "C" fn plb_dist_partition(
                 "plb_dist_partition: rects or split is NULL",
             );
         }
-        let (Some(allgather), Some(bcast), Some(bench)) = (comm.allgather, comm.bcast, cfg.bench)
-        else {
+        let Some(bench) = cfg.bench else {
             return fail(
                 PLB_DIST_EINVAL,
                 "plb_dist_partition: comm.allgather, comm.bcast and cfg.bench must be set",
@@ -319,11 +320,13 @@ pub unsafe extern "C" fn plb_dist_partition(
                 );
             }
         };
-        let callbacks = CallbackComm {
-            raw: *comm,
-            allgather,
-            bcast,
-            deadline: Deadline::new(floor),
+        // SAFETY: the caller's contract: the header's callbacks, valid for
+        // this call, which the CallbackComm does not outlive.
+        let Some(callbacks) = (unsafe { CallbackComm::new(*comm, floor) }) else {
+            return fail(
+                PLB_DIST_EINVAL,
+                "plb_dist_partition: comm.allgather, comm.bcast and cfg.bench must be set",
+            );
         };
         let kernel = CallbackKernel {
             bench,
@@ -349,14 +352,7 @@ pub unsafe extern "C" fn plb_dist_partition(
             Err(e @ PartitionFailure::Comm(_)) => fail(PLB_DIST_ECOMM, &e.to_string()),
             Err(e @ PartitionFailure::Failed(_)) => fail(PLB_DIST_EFAILED, &e.to_string()),
         }
-    });
-    if rc == PANICKED {
-        return fail(
-            PLB_DIST_EFAULT,
-            "internal panic in plb_dist_partition (see the log)",
-        );
-    }
-    rc
+    })
 }
 
 fn c_rect(r: Rect) -> plb_dist_rect {

@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int, c_uint};
 
-use super::guard::ffi_guard;
+use super::guard::{ffi_guard, guard_status, set_last_error};
 use crate::config::WorkerKind;
 use crate::divisible::{BalancerSpec, DivisibleError, DivisibleRun, Next, spec_from_env};
 use starpu_sys as sys;
@@ -141,8 +141,7 @@ thread_local! {
 }
 
 fn set_error(msg: &str) {
-    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+    set_last_error(&LAST_ERROR, msg);
 }
 
 fn code_of(e: &DivisibleError) -> c_int {
@@ -165,14 +164,7 @@ fn fail(e: DivisibleError) -> c_int {
 /// `ffi_guard` for the entry points returning a status code: a panic
 /// becomes `PLB_DL_EFAULT` with a message.
 fn guarded(what: &str, f: impl FnOnce() -> c_int) -> c_int {
-    const PANICKED: c_int = c_int::MIN;
-    match ffi_guard(what, PANICKED, f) {
-        PANICKED => {
-            set_error(&format!("internal panic in {what} (see the log)"));
-            PLB_DL_EFAULT
-        }
-        r => r,
-    }
+    guard_status(what, PLB_DL_EFAULT, &LAST_ERROR, f)
 }
 
 /// Reads the optional balancer name: NULL = from `STARPU_SCHED`.

@@ -1,6 +1,36 @@
 //! Keeps panics from crossing into C.
 
+use std::cell::RefCell;
+use std::ffi::{CString, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::thread::LocalKey;
+
+/// A C API's per-thread message of its last failed call.
+pub(crate) type LastError = LocalKey<RefCell<CString>>;
+
+/// Stores `msg` as the calling thread's last error in `slot`.
+pub(crate) fn set_last_error(slot: &'static LastError, msg: &str) {
+    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    slot.with(|e| *e.borrow_mut() = c);
+}
+
+/// `ffi_guard` for the entry points returning a status code: a panic
+/// becomes `fault`, with a message in `slot`.
+pub(crate) fn guard_status(
+    what: &str,
+    fault: c_int,
+    slot: &'static LastError,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    const PANICKED: c_int = c_int::MIN;
+    match ffi_guard(what, PANICKED, f) {
+        PANICKED => {
+            set_last_error(slot, &format!("internal panic in {what} (see the log)"));
+            fault
+        }
+        r => r,
+    }
+}
 
 /// Runs `f`, turning a panic into `fallback` after logging it. Every
 /// `extern "C"` entry point of the library goes through this.
