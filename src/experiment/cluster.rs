@@ -49,6 +49,12 @@ pub struct Options {
     /// scripts/setup.sh --all` first
     #[arg(long)]
     pub smpi: bool,
+    /// Adds task graphs across nodes under SMPI: StarPU-MPI's distributed
+    /// Cholesky with every StarPU policy and ours (warm and cold) on 4 and
+    /// 16 simulated mirage nodes (with --quick: 4 nodes, a 10x10-tile
+    /// matrix, dmdas and plb-heft); needs `bash scripts/setup.sh --all`
+    #[arg(long)]
+    pub smpi_dag: bool,
     /// Output directory
     #[arg(long, default_value = "results/cluster")]
     pub out: PathBuf,
@@ -408,6 +414,33 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 r.ranks, r.platform, r.algorithm, r.smpi_areas
             ));
         }
+    }
+    if opts.smpi_dag {
+        use super::cluster_smpi_dag::{self as dag, DagCase};
+        let case = |ranks, size, nblocks| DagCase {
+            ranks,
+            size,
+            nblocks,
+        };
+        let starpu: Vec<&str> = crate::simgrid::STARPU_POLICIES.to_vec();
+        let (cases, starpu, ours) = if opts.quick {
+            (vec![case(4, 9600, 10)], vec!["dmdas"], vec!["plb-heft"])
+        } else {
+            (
+                vec![case(4, 19200, 20), case(16, 28800, 30)],
+                starpu,
+                dag::OURS.to_vec(),
+            )
+        };
+        let rows = dag::run(out, &cases, &starpu, &ours)?;
+        let csv = out.join("cluster-smpi-dag.csv");
+        write(&csv, &dag::csv(&rows))?;
+        written.push(csv);
+        let md = dag::md(&rows);
+        println!("{md}");
+        report.push_str("## SIMULATED: task graphs across nodes under SMPI\n\n");
+        report.push_str(&md);
+        report.push('\n');
     }
     if opts.no_simulated {
         let path = out.join("cluster.md");

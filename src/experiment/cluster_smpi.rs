@@ -39,7 +39,7 @@ pub struct XRow {
 }
 
 /// The StarPU 1.4 prefix built with SimGrid and StarPU-MPI over SMPI.
-fn prefix() -> PathBuf {
+pub(super) fn prefix() -> PathBuf {
     let cache = std::env::var_os("PLB_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -53,8 +53,24 @@ fn samples() -> PathBuf {
 }
 
 /// Compiles `scripts/<src>` with `smpicc` into `out/<name>` against the
-/// SMPI StarPU (static), with `extra` arguments before StarPU's flags.
-fn smpicc(out: &Path, src: &str, name: &str, extra: &[String]) -> Result<PathBuf, String> {
+/// SMPI StarPU (static).
+fn smpicc(out: &Path, src: &str, name: &str) -> Result<PathBuf, String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(src);
+    smpicc_sources(out, &[src], name, &[], &[])
+}
+
+/// Compiles `sources` with `smpicc` into `out/<name>` against the SMPI
+/// StarPU (static), with `extra` arguments before StarPU's flags and
+/// `after` after them.
+pub(super) fn smpicc_sources(
+    out: &Path,
+    sources: &[PathBuf],
+    name: &str,
+    extra: &[String],
+    after: &[String],
+) -> Result<PathBuf, String> {
     let p = prefix();
     if !p.join(".plb-built").is_file() {
         return Err(format!(
@@ -69,13 +85,10 @@ fn smpicc(out: &Path, src: &str, name: &str, extra: &[String]) -> Result<PathBuf
         .map_err(|e| format!("pkg-config: {e}"))?;
     let flags = String::from_utf8_lossy(&flags.stdout).to_string();
     let prog = out.join(name);
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scripts")
-        .join(src);
     let st = Process::new("smpicc")
         .args(["-O2", "-Wall", "-o"])
         .arg(&prog)
-        .arg(&src)
+        .args(sources)
         .args(extra)
         // (1.4's pkg-config quotes this one for a shell; unused here.)
         .args(
@@ -83,6 +96,7 @@ fn smpicc(out: &Path, src: &str, name: &str, extra: &[String]) -> Result<PathBuf
                 .split_whitespace()
                 .filter(|f| !f.starts_with("-DSTARPU_OPENCL_DATADIR")),
         )
+        .args(after)
         .arg("-lm")
         .output()
         .map_err(|e| format!("smpicc (libsimgrid-dev): {e}"))?;
@@ -97,7 +111,7 @@ fn smpicc(out: &Path, src: &str, name: &str, extra: &[String]) -> Result<PathBuf
 
 /// SimGrid's platform of `q` nodes on one cluster network (GB/s, µs) and
 /// its host file, in `dir`.
-fn platform_files(
+pub(super) fn platform_files(
     dir: &Path,
     name: &str,
     q: usize,
@@ -119,19 +133,38 @@ fn platform_files(
     Ok((xml, hosts))
 }
 
+/// What one `starpu_smpirun` printed.
+pub(super) struct SmpiOutput {
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl SmpiOutput {
+    /// The last lines of stderr, without SimGrid's noise.
+    pub fn stderr_tail(&self, n: usize) -> String {
+        let tail: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| !l.contains("Probable bug") && !l.contains("[xbt_cfg/INFO]"))
+            .rev()
+            .take(n)
+            .collect();
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    }
+}
+
 /// `starpu_smpirun` of `prog args` on `q` ranks of `platform`, StarPU on
 /// the sampled `mirage` with dmda and its own `home`; `env`: more
-/// variables. Returns the first stdout line starting with `tag`, or an
-/// error with the end of stderr.
-fn smpirun(
+/// variables, which override those.
+pub(super) fn smpirun_output(
     q: usize,
     (xml, hosts): &(PathBuf, PathBuf),
     home: &Path,
     prog: &Path,
     args: &[String],
     env: &[(&str, String)],
-    tag: &str,
-) -> Result<String, String> {
+) -> Result<SmpiOutput, String> {
     std::fs::create_dir_all(home).map_err(|e| format!("{}: {e}", home.display()))?;
     let o = Process::new(prefix().join("bin/starpu_smpirun"))
         .args(["-np", &q.to_string(), "-platform"])
@@ -149,23 +182,33 @@ fn smpirun(
         .env_remove("LD_PRELOAD")
         .output()
         .map_err(|e| format!("starpu_smpirun: {e}"))?;
-    let text = String::from_utf8_lossy(&o.stdout).to_string();
-    match text.lines().find(|l| l.starts_with(tag)) {
+    Ok(SmpiOutput {
+        success: o.status.success(),
+        stdout: String::from_utf8_lossy(&o.stdout).to_string(),
+        stderr: String::from_utf8_lossy(&o.stderr).to_string(),
+    })
+}
+
+/// [`smpirun_output`], then the first stdout line starting with `tag`, or
+/// an error with the end of stderr.
+fn smpirun(
+    q: usize,
+    files: &(PathBuf, PathBuf),
+    home: &Path,
+    prog: &Path,
+    args: &[String],
+    env: &[(&str, String)],
+    tag: &str,
+) -> Result<String, String> {
+    let o = smpirun_output(q, files, home, prog, args, env)?;
+    match o.stdout.lines().find(|l| l.starts_with(tag)) {
         Some(l) => Ok(l.to_string()),
-        None => {
-            let err = String::from_utf8_lossy(&o.stderr);
-            let tail: Vec<&str> = err
-                .lines()
-                .filter(|l| !l.contains("Probable bug"))
-                .rev()
-                .take(15)
-                .collect();
-            Err(format!(
-                "starpu_smpirun -np {q} {} printed no result:\n{text}{}",
-                prog.display(),
-                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-            ))
-        }
+        None => Err(format!(
+            "starpu_smpirun -np {q} {} printed no result:\n{}{}",
+            prog.display(),
+            o.stdout,
+            o.stderr_tail(15)
+        )),
     }
 }
 
@@ -230,7 +273,7 @@ fn rate(cluster: &Cluster, kind: DeviceKind) -> Result<(f64, f64), String> {
 pub fn run(out: &Path, ranks: &[usize], g: u64, b: u64) -> Result<Vec<XRow>, String> {
     let dir = out.join("smpi");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let prog = smpicc(&dir, "smpi-mm.c", "smpi-mm", &[])?;
+    let prog = smpicc(&dir, "smpi-mm.c", "smpi-mm")?;
     let cluster = Cluster::parse(MIRAGE).map_err(|e| format!("mirage-cluster.txt: {e}"))?;
     let (cpu, launch) = rate(&cluster, DeviceKind::Cpu)?;
     let (gpu, _) = rate(&cluster, DeviceKind::Gpu)?;
@@ -319,37 +362,40 @@ pub struct DistRow {
     pub sim_tiles: u64,
 }
 
-/// Our static library built against the SMPI StarPU (scripts/setup.sh
-/// --all: `PLB_EMBEDDED=1 cargo rustc --crate-type staticlib`).
-fn embedded_library() -> Result<PathBuf, String> {
+/// The link arguments that put our static library (built against the
+/// SMPI StarPU by scripts/setup.sh --all: `PLB_EMBEDDED=1 cargo rustc
+/// --crate-type staticlib`) into an SMPI program: before StarPU's flags,
+/// and after them. StarPU's calls to its policy lookup from its other
+/// objects go to ours (`-Wl,--wrap`, policy/src/starpu/interpose.rs), so
+/// `STARPU_SCHED` can name our policies; our library needs StarPU and
+/// StarPU needs our wrapper, hence the group around both.
+pub(super) fn embedded_link_args() -> Result<(Vec<String>, Vec<String>), String> {
     let lib =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("target/starpu14-smpi/release/libstarpu_plb.a");
-    if lib.is_file() {
-        Ok(lib)
-    } else {
-        Err(format!(
+    if !lib.is_file() {
+        return Err(format!(
             "{} is missing: bash scripts/setup.sh --all builds our library for StarPU-MPI under SMPI",
             lib.display()
-        ))
+        ));
     }
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("policy/include");
+    let mut before = vec![
+        format!("-I{}", include.display()),
+        "-Wl,--wrap=_starpu_select_sched_policy".into(),
+        "-Wl,--start-group".into(),
+        lib.display().to_string(),
+    ];
+    // What our static library itself links (rustc --print
+    // native-static-libs).
+    before.extend(["-lipopt", "-lstdc++", "-lgcc_s", "-lutil", "-ldl"].map(String::from));
+    Ok((before, vec!["-Wl,--end-group".into()]))
 }
 
 /// `scripts/smpi-dist-mm.c` linked with our static library.
 fn build_dist(out: &Path) -> Result<PathBuf, String> {
-    let lib = embedded_library()?;
-    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("policy/include");
-    let extra = [
-        format!("-I{}", include.display()),
-        lib.display().to_string(),
-    ];
-    // What the Rust library itself links (rustc --print native-static-libs).
-    let native = ["-lipopt", "-lstdc++", "-lgcc_s", "-lutil", "-ldl"].map(String::from);
-    smpicc(
-        out,
-        "smpi-dist-mm.c",
-        "smpi-dist-mm",
-        &[&extra[..], &native[..]].concat(),
-    )
+    let (before, after) = embedded_link_args()?;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/smpi-dist-mm.c");
+    smpicc_sources(out, &[src], "smpi-dist-mm", &before, &after)
 }
 
 /// Tiles each rank receives when rank `r` owns `rects[r]` of a `g x g`

@@ -31,6 +31,7 @@ mod balance_child;
 pub mod cluster;
 mod cluster_sim;
 mod cluster_smpi;
+mod cluster_smpi_dag;
 pub mod coexec;
 mod coexec_sim;
 pub mod dag;

@@ -35,7 +35,7 @@ use starpu_plb::catalog;
 
 /// StarPU's policies compared by default: every one a user would try on a
 /// CPU+GPU machine.
-const STARPU_POLICIES: [&str; 10] = [
+pub(crate) const STARPU_POLICIES: [&str; 10] = [
     "eager",
     "lws",
     "dmda",
@@ -77,7 +77,7 @@ const MATRIX_CASES: [&str; 6] = [
 
 /// Most unmeasured calibration runs heteroprio is given per (machine,
 /// case).
-const HETEROPRIO_CALIBRATION_MAX: usize = 5;
+pub(crate) const HETEROPRIO_CALIBRATION_MAX: usize = 5;
 
 /// The label of a policy's cold runs.
 fn cold_label(v: &Variant) -> String {
@@ -87,7 +87,7 @@ fn cold_label(v: &Variant) -> String {
 /// Whether heteroprio's calibration has settled: its last two makespans
 /// within 0.5 % of each other (SimGrid is deterministic, so a calibration
 /// that no longer changes its decisions repeats its makespan).
-fn calibrated(makespans: &[f64]) -> bool {
+pub(crate) fn calibrated(makespans: &[f64]) -> bool {
     match makespans {
         [.., a, b] => a.is_finite() && b.is_finite() && (a - b).abs() <= 0.005 * a,
         _ => false,

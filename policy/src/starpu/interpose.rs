@@ -58,16 +58,29 @@ fn real_initialize() -> Option<InitializeFn> {
     Some(unsafe { std::mem::transmute::<usize, InitializeFn>(addr) })
 }
 
-/// The names of StarPU's own policies, from the running StarPU's list
-/// (the next `starpu_sched_get_predefined_policies` after this library).
+/// StarPU's own `starpu_sched_get_predefined_policies`: the next
+/// definition after this library, or, linked into the program with a
+/// static StarPU (`plb_embedded`, where ours keeps a Rust name), StarPU's.
+fn starpu_predefined() -> Option<PredefinedFn> {
+    #[cfg(plb_embedded)]
+    {
+        Some(sys::starpu_sched_get_predefined_policies)
+    }
+    #[cfg(not(plb_embedded))]
+    {
+        let f = next_symbol(c"starpu_sched_get_predefined_policies")?;
+        // SAFETY: StarPU's function of this type.
+        Some(unsafe { std::mem::transmute::<*mut c_void, PredefinedFn>(f) })
+    }
+}
+
+/// The names of StarPU's own policies, from the running StarPU's list.
 fn starpu_own_names() -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(f) = next_symbol(c"starpu_sched_get_predefined_policies") {
-        // SAFETY: StarPU's function of this type, returning a
-        // NULL-terminated array of static structs whose names are NULL or
-        // static C strings.
+    if let Some(real) = starpu_predefined() {
+        // SAFETY: StarPU's function, returning a NULL-terminated array of
+        // static structs whose names are NULL or static C strings.
         unsafe {
-            let real: PredefinedFn = std::mem::transmute(f);
             let mut p = real();
             while !p.is_null() && !(*p).is_null() {
                 let name = (**p).policy_name;
@@ -213,7 +226,7 @@ unsafe fn initialize(
     super::emulate_codelets::after_init(ret)
 }
 
-#[cfg(starpu_1_3)]
+#[cfg(any(starpu_1_3, plb_embedded))]
 type SelectFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut sys::starpu_sched_policy;
 
 /// Interposed internal function of StarPU 1.3 (exported by Debian's
@@ -235,6 +248,53 @@ pub unsafe extern "C" fn _starpu_select_sched_policy(
     config: *mut c_void,
     required_policy: *const c_char,
 ) -> *mut sys::starpu_sched_policy {
+    // SAFETY: the caller's arguments, per the contract.
+    unsafe { lookup_policy(config, required_policy, real_select()) }
+}
+
+#[cfg(plb_embedded)]
+unsafe extern "C" {
+    /// StarPU's `_starpu_select_sched_policy`, under the name the linker
+    /// gives it with `-Wl,--wrap=_starpu_select_sched_policy`.
+    fn __real__starpu_select_sched_policy(
+        config: *mut c_void,
+        required_policy: *const c_char,
+    ) -> *mut sys::starpu_sched_policy;
+}
+
+/// [`_starpu_select_sched_policy`] for a program linked with a static
+/// StarPU (`plb_embedded`, StarPU-MPI under SimGrid's SMPI) and
+/// `-Wl,--wrap=_starpu_select_sched_policy`: the linker sends StarPU's
+/// calls from its other objects (`starpu_initialize`, context creation)
+/// here, and StarPU's own function is `__real__starpu_select_sched_policy`.
+/// Calls from inside StarPU's `sched_policy.c` are not redirected; none of
+/// them select the policy of a context.
+///
+/// # Safety
+/// Same contract as StarPU's function.
+#[cfg(plb_embedded)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __wrap__starpu_select_sched_policy(
+    config: *mut c_void,
+    required_policy: *const c_char,
+) -> *mut sys::starpu_sched_policy {
+    let real: SelectFn = __real__starpu_select_sched_policy;
+    // SAFETY: the caller's arguments, per the contract.
+    unsafe { lookup_policy(config, required_policy, Some(real)) }
+}
+
+/// The body of the policy lookups above: ours for one of our names, else
+/// `real` (StarPU's lookup) with the same arguments.
+///
+/// # Safety
+/// `required_policy` is NULL or a NUL-terminated string; `real` is
+/// StarPU's `_starpu_select_sched_policy`.
+#[cfg(any(starpu_1_3, plb_embedded))]
+unsafe fn lookup_policy(
+    config: *mut c_void,
+    required_policy: *const c_char,
+    real: Option<SelectFn>,
+) -> *mut sys::starpu_sched_policy {
     let selected = ffi_guard("_starpu_select_sched_policy", None, || {
         super::version_check::abort_on_mismatch();
         if !required_policy.is_null() {
@@ -247,7 +307,7 @@ pub unsafe extern "C" fn _starpu_select_sched_policy(
             }
         }
         // SAFETY: StarPU's function, with the caller's arguments.
-        real_select().map(|real| unsafe { real(config, required_policy) })
+        real.map(|real| unsafe { real(config, required_policy) })
     });
     // StarPU's own function never returns NULL (it falls back to `lws`),
     // and StarPU would dereference it: stop with a message instead.
@@ -295,11 +355,10 @@ pub unsafe extern "C" fn starpu_sched_get_predefined_policies() -> *mut *mut sys
         super::version_check::abort_on_mismatch();
         Some(MERGED.get_or_init(|| {
             let mut all = Vec::new();
-            if let Some(f) = next_symbol(c"starpu_sched_get_predefined_policies") {
-                // SAFETY: StarPU's function of this type, returning a
-                // NULL-terminated array of static structs.
+            if let Some(real) = starpu_predefined() {
+                // SAFETY: StarPU's function, returning a NULL-terminated
+                // array of static structs.
                 unsafe {
-                    let real: PredefinedFn = std::mem::transmute(f);
                     let mut p = real();
                     while !p.is_null() && !(*p).is_null() {
                         all.push(*p);
