@@ -6,20 +6,19 @@
  *   with MPI_THREAD_MULTIPLE, StarPU-MPI then told not to initialise it);
  * - small control collectives (allgather, broadcast) against a deadline,
  *   so that a rank that died or never answers turns into an error on
- *   every other rank instead of a hang (the collectives of
- *   plb_distributed.h, which C applications of the distributed API use
- *   too): while StarPU-MPI runs, StarPU-MPI messages the caller sleeps on;
- *   before (the configuration check), non-blocking MPI collectives on a
- *   duplicate of MPI_COMM_WORLD, polled;
+ *   every other rank instead of a hang: plb_distributed.h's collectives
+ *   over StarPU-MPI messages, which C applications of the distributed API
+ *   use too. The caller sleeps until they complete or the deadline
+ *   passes; there are none before StarPU-MPI starts (mm-mpi checks its
+ *   configuration once it has);
  * - the data exchange of a pivot step with StarPU-MPI (starpu_mpi_isend /
  *   starpu_mpi_irecv on vector handles), also against a deadline: the
  *   caller sleeps on a condition variable that each message's completion
  *   callback (StarPU-MPI's progress thread) signals, with the deadline as
- *   its time-out (plb_distributed.h's exchange). The MPI collectives are
- *   polled (MPI_Test, then 0.2 ms asleep): a blocking MPI_Wait cannot
- *   time out, and Open MPI busy-polls its progress engine meanwhile,
- *   which takes a core from the StarPU workers of ranks sharing the
- *   machine.
+ *   its time-out (plb_distributed.h's exchange). Nothing is polled: a
+ *   blocking MPI_Wait could not time out, and Open MPI busy-polls its
+ *   progress engine meanwhile, which takes a core from the StarPU
+ *   workers of ranks sharing the machine.
  *
  * Every function returns 0 on success, -1 on time-out, another negative
  * number on an MPI or StarPU error.
@@ -37,35 +36,29 @@
 #include <starpu_mpi.h>
 #include <plb_distributed.h>
 
-static MPI_Comm control = MPI_COMM_NULL;
-
-/* MPI_Init_thread (MULTIPLE: StarPU-MPI's progression thread and our
- * control calls), then rank and size. */
+/* MPI_Init_thread (MULTIPLE: StarPU-MPI's progression thread and the
+ * main thread's calls, MPI_Abort among them), then rank and size. */
 int plb_mpi_init(int *rank, int *size)
 {
 	int ready = 0, provided = 0;
 	MPI_Initialized(&ready);
 	if (!ready && MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
 		return -2;
-	/* Our control collectives (main thread) run beside StarPU-MPI's
-	 * progress thread: MULTIPLE, whoever initialised MPI. */
+	/* The main thread calls MPI beside StarPU-MPI's progress thread:
+	 * MULTIPLE, whoever initialised MPI. */
 	if (ready)
 		MPI_Query_thread(&provided);
 	if (provided < MPI_THREAD_MULTIPLE)
 		return -3;
-	if (MPI_Comm_dup(MPI_COMM_WORLD, &control) != MPI_SUCCESS)
-		return -4;
-	MPI_Comm_set_errhandler(control, MPI_ERRORS_RETURN);
 	MPI_Comm_rank(MPI_COMM_WORLD, rank);
 	MPI_Comm_size(MPI_COMM_WORLD, size);
 	return 0;
 }
 
-/* While StarPU-MPI runs, the control collectives are StarPU-MPI messages
- * (plb_distributed.h's: the caller sleeps until they complete or the
- * deadline passes), with tags from 2^50 up, above every tag of the data
- * exchanges; before it starts (the configuration check) they are MPI's,
- * polled. */
+/* The control collectives are StarPU-MPI messages (plb_distributed.h's:
+ * the caller sleeps until they complete or the deadline passes), with
+ * tags from 2^50 up, above every tag of the data exchanges; they fail
+ * (-2) while StarPU-MPI is not running. */
 static int starpu_running;
 static struct plb_dist_starpu_mpi starpu_control;
 
@@ -88,8 +81,6 @@ void plb_mpi_starpu_shutdown(void)
 
 void plb_mpi_finalize(void)
 {
-	if (control != MPI_COMM_NULL)
-		MPI_Comm_free(&control);
 	int done = 0;
 	MPI_Finalized(&done);
 	if (!done)
@@ -111,7 +102,7 @@ static int control_allgather(void *arg, const void *send, int len, void *recv, d
 	(void)arg;
 	return starpu_running
 		       ? plb_dist_starpu_mpi_allgather(&starpu_control, send, len, recv, timeout_s)
-		       : plb_dist_mpi_allgather(&control, send, len, recv, timeout_s);
+		       : -2;
 }
 
 /* `len` bytes of `root` into every rank's `buf`, within `timeout_s`. */
@@ -119,7 +110,7 @@ static int control_bcast(void *arg, void *buf, int len, int root, double timeout
 {
 	(void)arg;
 	return starpu_running ? plb_dist_starpu_mpi_bcast(&starpu_control, buf, len, root, timeout_s)
-			      : plb_dist_mpi_bcast(&control, buf, len, root, timeout_s);
+			      : -2;
 }
 
 /* The control collectives as plb_distributed.h's communicator (after

@@ -3,8 +3,9 @@
 //! StarPU-MPI, one MPI rank per node, each rank's StarPU workers the
 //! node's devices.
 //!
-//! 1. **Start**: every rank checks that all ranks got the same options
-//!    and `PLB_*` environment (refused otherwise, on every rank); the
+//! 1. **Start**: once StarPU-MPI runs, every rank checks that all ranks
+//!    got the same options and `PLB_*` environment (refused otherwise, on
+//!    every rank, which then stops StarPU-MPI); the
 //!    per-rank heterogeneity is part of that shared configuration
 //!    (`--rank-emulate R=SPEC`, `--opencl-ranks`).
 //! 2. **Partitioning**: the head rank runs the INPA
@@ -229,12 +230,57 @@ pub fn run(o: &Options) -> Result<ExitCode, Failure> {
             mpi.rank
         )));
     }
-    // 1. The same configuration everywhere.
+    let ropts = RunOptions {
+        n: o.n,
+        seed: o.seed,
+        sched: sched.into(),
+        block: None,
+        ncpu: Some(o.ncpu),
+        opencl: o.opencl_ranks.contains(&mpi.rank),
+        fault: None,
+        trace: None,
+    };
+    let session = Session::start_mpi(&ropts).map_err(Failure::setup)?;
+    // SAFETY: StarPU is initialised, no task submitted yet.
+    let rc = unsafe { plb_mm_init() };
+    if rc != 0 {
+        return Err(Failure::setup(format!(
+            "mm: loading the OpenCL kernel failed ({rc})"
+        )));
+    }
+    let workers = session.workers();
+    let result = match agree(o, &mpi, &emulate) {
+        Some(refused) => Ok(refused),
+        None => {
+            inject_fault(o, &mpi);
+            Run::new(o, &mpi, workers, &emulate)
+                .and_then(|mut r| r.all())
+                .map(|ok| {
+                    if ok {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    }
+                })
+        }
+    };
+    // SAFETY: after the last task, before StarPU-MPI stops.
+    unsafe { plb_mm_fini() };
+    drop(session);
+    result.map_err(Failure::from)
+}
+
+/// 1. The same configuration everywhere, then the checks that need the
+/// rank count: `Some(exit code)` when this rank refuses to go on (every
+/// rank decides the same from the same gathered configurations). Runs
+/// once StarPU-MPI has started, so its collective is StarPU-MPI's and the
+/// ranks sleep until every one has answered (or the deadline).
+fn agree(o: &Options, mpi: &Mpi, emulate: &BTreeMap<usize, String>) -> Option<ExitCode> {
     let mut fp = fingerprint(o).into_bytes();
     fp.resize(FINGERPRINT_BYTES, b' ');
     let all = mpi
         .allgather("configuration check", &fp)
-        .unwrap_or_else(|e| fatal(&mpi, e));
+        .unwrap_or_else(|e| fatal(mpi, e));
     let differ: Vec<usize> = (1..mpi.size).filter(|&r| all[r] != all[0]).collect();
     if let Some(&r) = differ.first() {
         let text = |b: &[u8]| String::from_utf8_lossy(b).trim_end().to_string();
@@ -243,7 +289,7 @@ pub fn run(o: &Options) -> Result<ExitCode, Failure> {
             mpi.rank,
             first_difference(&text(&all[0]), &text(&all[r]))
         ));
-        return Ok(ExitCode::from(2));
+        return Some(ExitCode::from(2));
     }
     let g = o.n / o.b.max(1);
     let problem = if o.b == 0 || o.n % o.b != 0 {
@@ -267,38 +313,9 @@ pub fn run(o: &Options) -> Result<ExitCode, Failure> {
     };
     if let Some(p) = problem {
         say(&format!("plb app mm-mpi: rank {}: refused: {p}", mpi.rank));
-        return Ok(ExitCode::from(2));
+        return Some(ExitCode::from(2));
     }
-    inject_fault(o, &mpi);
-    let ropts = RunOptions {
-        n: o.n,
-        seed: o.seed,
-        sched: sched.into(),
-        block: None,
-        ncpu: Some(o.ncpu),
-        opencl: o.opencl_ranks.contains(&mpi.rank),
-        fault: None,
-        trace: None,
-    };
-    let session = Session::start_mpi(&ropts).map_err(Failure::setup)?;
-    // SAFETY: StarPU is initialised, no task submitted yet.
-    let rc = unsafe { plb_mm_init() };
-    if rc != 0 {
-        return Err(Failure::setup(format!(
-            "mm: loading the OpenCL kernel failed ({rc})"
-        )));
-    }
-    let workers = session.workers();
-    let result = Run::new(o, &mpi, workers, &emulate).and_then(|mut r| r.all());
-    // SAFETY: after the last task, before StarPU-MPI stops.
-    unsafe { plb_mm_fini() };
-    drop(session);
-    let ok = result.map_err(Failure::from)?;
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    None
 }
 
 /// Several ranks on one host would read and write the same StarPU

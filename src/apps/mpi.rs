@@ -56,10 +56,10 @@ pub fn launcher_rank() -> Option<usize> {
 }
 
 impl Mpi {
-    /// Initialises MPI at thread level MULTIPLE (our control collectives
-    /// run on the main thread while StarPU-MPI's progress thread calls MPI
-    /// too), or checks that level when MPI is already initialised; refuses
-    /// with a clear message otherwise.
+    /// Initialises MPI at thread level MULTIPLE (the main thread still
+    /// calls MPI, `MPI_Abort` after a time-out among others, while
+    /// StarPU-MPI's progress thread does), or checks that level when MPI is
+    /// already initialised; refuses with a clear message otherwise.
     pub fn init(timeout_s: f64) -> Result<Mpi, String> {
         let (mut rank, mut size) = (0, 0);
         // SAFETY: called once per process, from the main thread, before
@@ -67,8 +67,8 @@ impl Mpi {
         let rc = unsafe { plb_mpi_init(&mut rank, &mut size) };
         if rc == -3 {
             return Err(
-                "MPI does not provide MPI_THREAD_MULTIPLE, which our control \
-                        collectives need beside StarPU-MPI's progress thread (use an MPI \
+                "MPI does not provide MPI_THREAD_MULTIPLE, which this program needs \
+                        beside StarPU-MPI's progress thread (use an MPI \
                         built with thread support, e.g. Open MPI with the ob1 or UCX \
                         transport)"
                     .into(),
