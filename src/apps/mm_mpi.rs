@@ -218,6 +218,7 @@ pub fn run(o: &Options) -> Result<ExitCode, Failure> {
         }
     }
     separate_calibration_files();
+    unbind_progress_threads();
     // Every task is pinned to its worker: the policy does not place
     // anything; eager is StarPU's simplest. The environment is written
     // now, while this process has no other thread (MPI starts some).
@@ -316,6 +317,21 @@ fn agree(o: &Options, mpi: &Mpi, emulate: &BTreeMap<usize, String>) -> Option<Ex
         return Some(ExitCode::from(2));
     }
     None
+}
+
+/// Ranks sharing a host: StarPU-MPI binds each rank's progress thread to
+/// a core, and with as many ranks as cores a worker then shares its core
+/// with a progress thread that spins (a third-party StarPU-MPI program
+/// stalled for minutes that way on 2 cores). `STARPU_MPI_NOBIND=1`
+/// unless the user set it; one rank per host changes nothing.
+fn unbind_progress_threads() {
+    let local_size = ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
+        .iter()
+        .find_map(|n| std::env::var(n).ok()?.parse::<usize>().ok());
+    if local_size.is_some_and(|n| n > 1) && std::env::var_os("STARPU_MPI_NOBIND").is_none() {
+        // SAFETY: single-threaded: neither MPI nor StarPU started yet.
+        unsafe { std::env::set_var("STARPU_MPI_NOBIND", "1") };
+    }
 }
 
 /// Several ranks on one host would read and write the same StarPU
