@@ -64,7 +64,8 @@ pub struct DagRow {
 
 /// Tasks of a tiled Cholesky of `nb` x `nb` blocks.
 pub fn expected_tasks(nb: u64) -> u64 {
-    nb + nb * (nb - 1) + nb * (nb - 1) * nb.saturating_sub(2) / 6
+    let (m1, m2) = (nb.saturating_sub(1), nb.saturating_sub(2));
+    nb + nb * m1 + nb * m1 * m2 / 6
 }
 
 /// StarPU's `mpi_cholesky` linked with our static library.
@@ -310,6 +311,7 @@ mod tests {
     fn cholesky_task_counts() {
         // potrf + trsm + syrk/gemm updates: 1 block, 2, and the 10x10 run
         // of the quick case (220).
+        assert_eq!(expected_tasks(0), 0);
         assert_eq!(expected_tasks(1), 1);
         assert_eq!(expected_tasks(2), 4);
         assert_eq!(expected_tasks(10), 220);
