@@ -271,11 +271,12 @@ pub fn run(o: &Options) -> Result<ExitCode, Failure> {
     result.map_err(Failure::from)
 }
 
-/// 1. The same configuration everywhere, then the checks that need the
-/// rank count: `Some(exit code)` when this rank refuses to go on (every
-/// rank decides the same from the same gathered configurations). Runs
-/// once StarPU-MPI has started, so its collective is StarPU-MPI's and the
-/// ranks sleep until every one has answered (or the deadline).
+/// Step 1 (the module's list): the same configuration everywhere, then
+/// the checks that need the rank count. `Some(exit code)` when this rank
+/// refuses to go on (every rank decides the same from the same gathered
+/// configurations). Runs once StarPU-MPI has started, so its collective
+/// is StarPU-MPI's and the ranks sleep until every one has answered (or
+/// the deadline).
 fn agree(o: &Options, mpi: &Mpi, emulate: &BTreeMap<usize, String>) -> Option<ExitCode> {
     let mut fp = fingerprint(o).into_bytes();
     fp.resize(FINGERPRINT_BYTES, b' ');
