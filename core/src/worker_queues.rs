@@ -145,6 +145,11 @@ impl<I> WorkerQueue<I> {
         self.items.is_empty()
     }
 
+    /// Whether some queued task satisfies `f`.
+    pub fn any(&self, f: impl Fn(&I) -> bool) -> bool {
+        self.items.iter().any(|e| f(&e.item))
+    }
+
     /// Tasks started so far (popped or stolen by this worker).
     pub fn starts(&self) -> u64 {
         self.starts

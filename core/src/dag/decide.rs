@@ -56,6 +56,9 @@ pub struct Batch<T> {
     pub queued: Vec<usize>,
     /// Each member's queued seconds per priority.
     pub by_priority: Vec<Vec<(i32, f64)>>,
+    /// Whether each member's line holds a task placed with a predicted
+    /// transfer to it ([`super::DagWorker::inbound`]).
+    pub inbound: Vec<bool>,
     /// Rotation for ties among untrained workers.
     pub rotate: usize,
     /// Tasks submitted and not done, as the runtime counts them (those
@@ -428,6 +431,7 @@ pub fn decide<T: GraphTask>(
         mut loads,
         mut queued,
         by_priority,
+        inbound,
         rotate,
         outstanding: _,
     } = batch;
@@ -511,11 +515,13 @@ pub fn decide<T: GraphTask>(
         .iter()
         .zip(loads)
         .zip(by_priority)
-        .map(|((m, load_s), queued_by_priority)| DagWorker {
+        .zip(inbound)
+        .map(|(((m, load_s), queued_by_priority), inbound)| DagWorker {
             kind: m.kind,
             node: m.node,
             load_s,
             queued_by_priority,
+            inbound,
         })
         .collect();
     let at = place(method, &graph_tasks, &workers);
@@ -592,6 +598,7 @@ mod tests {
             loads: vec![0.0; 2],
             queued: vec![0; 2],
             by_priority: vec![Vec::new(); 2],
+            inbound: vec![false; 2],
             rotate: 0,
             outstanding: 0,
         }
@@ -697,6 +704,7 @@ mod tests {
             loads: vec![0.0],
             queued: vec![0],
             by_priority: vec![Vec::new()],
+            inbound: vec![false],
             ..batch(&[(3, 9)])
         };
         let facts = b.facts();

@@ -217,31 +217,37 @@ impl<T: GraphTask> GraphSched<T> {
         let tasks: Vec<T> = self.ready.drain(..n).collect();
         self.rotate = self.rotate.wrapping_add(1);
         let k = self.members.len();
-        let (mut loads, mut queued, mut by_priority) = (
+        let (mut loads, mut queued, mut by_priority, mut inbound) = (
+            Vec::with_capacity(k),
             Vec::with_capacity(k),
             Vec::with_capacity(k),
             Vec::with_capacity(k),
         );
-        for m in &self.members {
+        for (pos, m) in self.members.iter().enumerate() {
             let g = lines.glance(m.id).unwrap_or_default();
             loads.push(g.load_s(now));
             queued.push(g.len);
-            // The split by priority is read from the line itself (only
-            // when it holds tasks).
-            let p = if g.len > 0 {
+            // The split by priority, and whether data is on its way, are
+            // read from the line itself (only when it holds tasks).
+            let (p, data_coming) = if g.len > 0 {
                 lines
-                    .with(m.id, |q| q.queued_by_priority())
+                    .with(m.id, |q| {
+                        let coming = q.any(|p| p.transfer_s.get(pos).is_some_and(|&t| t > 0.0));
+                        (q.queued_by_priority(), coming)
+                    })
                     .unwrap_or_default()
             } else {
-                Vec::new()
+                (Vec::new(), false)
             };
             by_priority.push(p);
+            inbound.push(data_coming);
         }
         Some(Batch {
             tasks,
             loads,
             queued,
             by_priority,
+            inbound,
             members: self.members.clone(),
             rotate: self.rotate,
             outstanding: 0,
@@ -474,6 +480,34 @@ mod tests {
                 GraphStep::Task(t, _) => return Some(t.id),
                 GraphStep::Empty(_) => return None,
             }
+        }
+    }
+
+    /// A batch says which lines hold a task placed with a transfer to
+    /// their worker (data on its way there), as HEFT's transfer sharing
+    /// needs ([`crate::dag::DagWorker::inbound`]).
+    #[test]
+    fn a_batch_sees_which_lines_wait_for_data() {
+        let member = |id| Member {
+            id,
+            kind: WorkerKind::Cuda,
+            node: id + 1,
+        };
+        let sleepers = Sleepers::new(3, true);
+        let mut s = GraphSched::new(3);
+        s.add_workers(&[member(0), member(1), member(2)], &sleepers);
+        let lines: TileLines = PlainQueues::new(3);
+        // Worker 1 waits for data (0.5 s predicted to it), worker 2 holds a
+        // task whose data is there (its transfer 0; another worker's 0.5).
+        let placed =
+            |transfer_s: Vec<f64>| Placed::new(Tile::job(90), 0, vec![Some(1.0); 3], transfer_s);
+        lines.with(1, |q| q.push(placed(vec![0.5, 0.5, 0.5]), 0, 1.0));
+        lines.with(2, |q| q.push(placed(vec![0.5, 0.5, 0.0]), 0, 1.0));
+        s.push(Tile::job(1), &sleepers);
+        let mut round = GraphRound::default();
+        match s.pop_step(0, 1, 0.0, &sleepers, &mut round, None, &lines) {
+            GraphStep::Place(batch, _) => assert_eq!(batch.inbound, vec![false, true, false]),
+            _ => panic!("a batch was due"),
         }
     }
 

@@ -5,6 +5,13 @@
 //! goes to the worker with the earliest predicted finish: the worker's
 //! backlog, plus the predicted transfer of its data to the worker's node
 //! (added, not overlapped with the backlog), plus its predicted time there.
+//! The transfer is StarPU's prediction, which assumes every accelerator
+//! transfers at once; it is scaled to the transfers expected at once: the
+//! candidate's and those of the workers with data on its way (a line
+//! holding a task placed with a transfer, or a placement of this batch),
+//! over the accelerators ([`concurrent_share`]). Without it an idle GPU
+//! looked 8x costlier to feed than it is, and on SIMULATED idgraf the GEMM
+//! ran on 4 of its 8 GPUs.
 //! The backlog counted is the whole of it, the running work and every
 //! queued task whatever its priority (`dmda`'s expected end), although the
 //! queue itself is priority-ordered. Counting only the
@@ -23,13 +30,18 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
     let mut lines: Vec<Backlog> = workers.iter().map(Backlog::of).collect();
     let mut order: Vec<usize> = (0..tasks.len()).collect();
     by_speedup(tasks, workers, &mut order);
+    let accelerators = workers.iter().filter(|w| w.is_accelerator()).count();
+    let mut inbound: Vec<bool> = workers.iter().map(|w| w.inbound).collect();
     let mut out = vec![usize::MAX; tasks.len()];
     for i in order {
         let t = &tasks[i];
+        let coming = inbound.iter().filter(|&&b| b).count();
         let best = (0..workers.len())
             .filter_map(|w| {
                 let c = t.cost_s.get(w).copied().flatten()?;
-                let ready = t.transfer_s.get(w).copied().unwrap_or(0.0);
+                let raw = t.transfer_s.get(w).copied().unwrap_or(0.0);
+                let others = coming - usize::from(inbound[w]);
+                let ready = raw * concurrent_share(others, accelerators);
                 let end = lines[w].total() + ready + c;
                 end.is_finite().then_some((w, end))
             })
@@ -38,9 +50,24 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
             out[i] = w;
             let c = t.cost_s[w].unwrap_or(0.0);
             lines[w].add(t.priority, c);
+            if t.transfer_s.get(w).is_some_and(|&x| x > 0.0) {
+                inbound[w] = true;
+            }
         }
     }
     out
+}
+
+/// The part of StarPU's transfer prediction to count when `others`
+/// workers besides the candidate have data on its way: StarPU predicts
+/// every transfer as if all `accelerators` shared the bus at once, so a
+/// transfer expected to run alone or beside few others is scaled down to
+/// the transfers expected at once (never up).
+fn concurrent_share(others: usize, accelerators: usize) -> f64 {
+    if accelerators <= 1 {
+        return 1.0;
+    }
+    ((others + 1) as f64 / accelerators as f64).min(1.0)
 }
 
 #[cfg(test)]
@@ -79,6 +106,42 @@ mod tests {
         // Unless node 2's worker is busy for longer than the transfer.
         let w = [gpu(1, 0.0), gpu(2, 5.0)];
         assert_eq!(place(&[t], &w), vec![0]);
+    }
+
+    #[test]
+    fn transfers_count_as_shared_only_with_the_transfers_under_way() {
+        // 8 GPUs; GPU 0 holds the task's data and 3 s of work; the task
+        // takes 1 s, and StarPU predicts 8 s to bring its data to any
+        // other GPU (as if all 8 transferred at once).
+        let mut w: Vec<_> = (0..8).map(|g| gpu(g + 1, 0.0)).collect();
+        w[0].load_s = 3.0;
+        let mut t = task(&w, 10.0, 1.0);
+        t.transfer_s = vec![8.0; 8];
+        t.transfer_s[0] = 0.0;
+        // Nothing on its way anywhere: that transfer runs alone (1 s), so
+        // an idle GPU finishes at 2, before GPU 0 (4).
+        assert_eq!(place(&[t.clone()], &w), vec![1]);
+        // Data on its way to the 7 others: the bus is shared as StarPU
+        // predicts (8 s), and GPU 0 wins.
+        for g in &mut w[1..] {
+            g.inbound = true;
+        }
+        assert_eq!(place(&[t.clone()], &w), vec![0]);
+        // Within a batch, each placement with a transfer counts for the
+        // next: 4 such tasks, 1 s each on an idle GPU at first; the share
+        // grows with each transfer placed (2/8, 3/8 ... of 8 s).
+        for g in &mut w[1..] {
+            g.inbound = false;
+        }
+        let at = place(&vec![t; 4], &w);
+        assert_eq!(at[0], 1, "{at:?}");
+        assert!(
+            at.contains(&0),
+            "GPU 0 takes one once transfers pile up: {at:?}"
+        );
+        assert_eq!(concurrent_share(0, 1), 1.0);
+        assert_eq!(concurrent_share(3, 8), 0.5);
+        assert_eq!(concurrent_share(9, 8), 1.0);
     }
 
     #[test]

@@ -44,6 +44,9 @@ pub struct DagWorker {
     /// seconds): a task of priority p waits only for the running work and
     /// the queued tasks of priority >= p (queues are priority-ordered).
     pub queued_by_priority: Vec<(i32, f64)>,
+    /// Whether its line holds a task placed with a predicted transfer to
+    /// it: data may be on its way to its node.
+    pub inbound: bool,
 }
 
 impl DagWorker {
@@ -54,6 +57,7 @@ impl DagWorker {
             node,
             load_s,
             queued_by_priority: Vec::new(),
+            inbound: false,
         }
     }
 
