@@ -9,9 +9,8 @@
 //! transfers at once; it is scaled to the transfers expected at once: the
 //! candidate's and those of the workers with data on its way (a line
 //! holding a task placed with a transfer, or a placement of this batch),
-//! over the accelerators ([`concurrent_share`]). Without it an idle GPU
-//! looked 8x costlier to feed than it is, and on SIMULATED idgraf the GEMM
-//! ran on 4 of its 8 GPUs.
+//! over the accelerators ([`concurrent_share`]). Without it, StarPU's GEMM
+//! example on SIMULATED idgraf ran on 4 of its 8 GPUs.
 //! The backlog counted is the whole of it, the running work and every
 //! queued task whatever its priority (`dmda`'s expected end), although the
 //! queue itself is priority-ordered. Counting only the
