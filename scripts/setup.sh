@@ -65,7 +65,8 @@ if [ "$all" = 1 ]; then
   with_starpu14 native cargo build --release --workspace
   echo "setup: built against StarPU 1.4.10 native: target/starpu14-native/release/"
   # Our library as a static library for StarPU-MPI programs under SMPI
-  # (linked with the static StarPU: scripts/smpi-dist-mm.c).
+  # (linked with the static StarPU: scripts/smpi-dist-mm.c, and StarPU-MPI's
+  # mpi_cholesky for plb experiment cluster --smpi-dag).
   with_starpu14 smpi env PLB_EMBEDDED=1 cargo rustc --release -p starpu-plb --crate-type staticlib
   echo "setup: built against StarPU 1.4.10 SMPI: target/starpu14-smpi/release/libstarpu_plb.a"
 else
