@@ -31,10 +31,10 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
     by_speedup(tasks, workers, &mut order);
     let accelerators = workers.iter().filter(|w| w.is_accelerator()).count();
     let mut inbound: Vec<bool> = workers.iter().map(|w| w.inbound).collect();
+    let mut coming = inbound.iter().filter(|&&b| b).count();
     let mut out = vec![usize::MAX; tasks.len()];
     for i in order {
         let t = &tasks[i];
-        let coming = inbound.iter().filter(|&&b| b).count();
         let best = (0..workers.len())
             .filter_map(|w| {
                 let c = t.cost_s.get(w).copied().flatten()?;
@@ -49,8 +49,9 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
             out[i] = w;
             let c = t.cost_s[w].unwrap_or(0.0);
             lines[w].add(t.priority, c);
-            if t.transfer_s.get(w).is_some_and(|&x| x > 0.0) {
+            if !inbound[w] && t.transfer_s.get(w).is_some_and(|&x| x > 0.0) {
                 inbound[w] = true;
+                coming += 1;
             }
         }
     }
