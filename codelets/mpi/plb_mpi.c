@@ -25,12 +25,9 @@
  *
  * License: LGPL-2.1-or-later.
  */
-#include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <mpi.h>
 #include <starpu.h>
 #include <starpu_mpi.h>

@@ -318,6 +318,20 @@ fn figure5_plot(rows: &[SimRow], png: &Path) -> Result<(), String> {
     ))
 }
 
+/// Prints a section's table and appends it to the report under `title`.
+fn section(report: &mut String, title: &str, md: &str) {
+    println!("{md}");
+    let _ = write!(report, "## {title}\n\n{md}\n");
+}
+
+/// Writes `text` to `out/name` and records the file among those written.
+fn keep(written: &mut Vec<PathBuf>, out: &Path, name: &str, text: &str) -> Result<(), String> {
+    let path = out.join(name);
+    write(&path, text)?;
+    written.push(path);
+    Ok(())
+}
+
 /// Runs the experiment; returns the files written.
 pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
     let out = &opts.out;
@@ -332,14 +346,9 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
         );
     } else {
         let rows = real(opts)?;
-        let csv = out.join("cluster-real.csv");
-        write(&csv, &real_csv(&rows))?;
-        written.push(csv);
+        keep(&mut written, out, "cluster-real.csv", &real_csv(&rows))?;
         let md = real_md(&rows);
-        println!("{md}");
-        report.push_str("## REAL mpirun runs, EMULATED heterogeneity\n\n");
-        report.push_str(&md);
-        report.push('\n');
+        section(&mut report, "REAL mpirun runs, EMULATED heterogeneity", &md);
         for c in REAL {
             let _ = writeln!(report, "- {}: {}", c.name, c.label);
         }
@@ -348,10 +357,11 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
     if opts.smpi {
         let rows = super::cluster_smpi::run(out, &[4, 16], 16, 960)?;
         let md = super::cluster_smpi::md(&rows);
-        println!("{md}");
-        report.push_str("## SIMULATED: our simulator against StarPU-MPI under SMPI\n\n");
-        report.push_str(&md);
-        report.push('\n');
+        section(
+            &mut report,
+            "SIMULATED: our simulator against StarPU-MPI under SMPI",
+            &md,
+        );
         // As the single-node cross-check (plb simgrid --xcheck): a model
         // more than 25 % away from StarPU-SimGrid's is a failure.
         if let Some(r) = rows
@@ -397,14 +407,14 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
             )
         };
         let rows = super::cluster_smpi::run_dist(out, &cases, &algos)?;
-        let csv = out.join("cluster-smpi-dist.csv");
-        write(&csv, &super::cluster_smpi::dist_csv(&rows))?;
-        written.push(csv);
+        keep(
+            &mut written,
+            out,
+            "cluster-smpi-dist.csv",
+            &super::cluster_smpi::dist_csv(&rows),
+        )?;
         let md = super::cluster_smpi::dist_md(&rows);
-        println!("{md}");
-        report.push_str("## SIMULATED: our partitioning under SMPI\n\n");
-        report.push_str(&md);
-        report.push('\n');
+        section(&mut report, "SIMULATED: our partitioning under SMPI", &md);
         if let Some(r) = rows
             .iter()
             .find(|r| r.smpi_areas.iter().sum::<u64>() != 16 * 16)
@@ -433,14 +443,13 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
             )
         };
         let rows = dag::run(out, &cases, &starpu, &ours)?;
-        let csv = out.join("cluster-smpi-dag.csv");
-        write(&csv, &dag::csv(&rows))?;
-        written.push(csv);
+        keep(&mut written, out, "cluster-smpi-dag.csv", &dag::csv(&rows))?;
         let md = dag::md(&rows);
-        println!("{md}");
-        report.push_str("## SIMULATED: task graphs across nodes under SMPI\n\n");
-        report.push_str(&md);
-        report.push('\n');
+        section(
+            &mut report,
+            "SIMULATED: task graphs across nodes under SMPI",
+            &md,
+        );
     }
     if opts.no_simulated {
         let path = out.join("cluster.md");
@@ -454,14 +463,14 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
         (1..=15).map(|i| i * 10_240).collect()
     };
     let fig5 = cluster_sim::figure5(&sizes)?;
-    let csv = out.join("cluster-sim-fig5.csv");
-    write(&csv, &cluster_sim::figure5_csv(&fig5))?;
-    written.push(csv);
+    keep(
+        &mut written,
+        out,
+        "cluster-sim-fig5.csv",
+        &cluster_sim::figure5_csv(&fig5),
+    )?;
     let md = cluster_sim::figure5_md(&fig5);
-    println!("{md}");
-    report.push_str("## SIMULATED: the paper's Fig. 5\n\n");
-    report.push_str(&md);
-    report.push('\n');
+    section(&mut report, "SIMULATED: the paper's Fig. 5", &md);
     let cost = cluster_sim::partition_cost_md(&fig5);
     println!("{cost}");
     report.push_str(&cost);

@@ -39,7 +39,7 @@ pub struct XRow {
 }
 
 /// The StarPU 1.4 prefix built with SimGrid and StarPU-MPI over SMPI.
-pub(super) fn prefix() -> PathBuf {
+fn prefix() -> PathBuf {
     let cache = std::env::var_os("PLB_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -48,8 +48,13 @@ pub(super) fn prefix() -> PathBuf {
     cache.join("starpu-1.4.10/smpi")
 }
 
+/// StarPU 1.4.10's unpacked source, beside the builds.
+pub(super) fn starpu_source() -> PathBuf {
+    prefix().join("../../src/starpu-1.4.10+dfsg")
+}
+
 fn samples() -> PathBuf {
-    prefix().join("../../src/starpu-1.4.10+dfsg/tools/perfmodels/sampling")
+    starpu_source().join("tools/perfmodels/sampling")
 }
 
 /// Compiles `scripts/<src>` with `smpicc` into `out/<name>` against the

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use starpu_plb::catalog;
 
 use super::cluster_smpi::{
-    SmpiOutput, embedded_link_args, platform_files, prefix, smpicc_sources, smpirun_output,
+    SmpiOutput, embedded_link_args, platform_files, smpicc_sources, smpirun_output, starpu_source,
 };
 use crate::simgrid::{HETEROPRIO_CALIBRATION_MAX, STARPU_POLICIES, calibrated, run::worker_stats};
 
@@ -70,7 +70,7 @@ pub fn expected_tasks(nb: u64) -> u64 {
 
 /// StarPU's `mpi_cholesky` linked with our static library.
 fn build(dir: &Path) -> Result<PathBuf, String> {
-    let src = prefix().join("../../src/starpu-1.4.10+dfsg");
+    let src = starpu_source();
     let example = src.join("mpi/examples/matrix_decomposition");
     let sources: Vec<PathBuf> = [
         "mpi_cholesky.c",

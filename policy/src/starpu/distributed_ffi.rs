@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 
-use super::guard::{guard_status, set_last_error};
+use super::guard::{guard_status, last_error_ptr, set_last_error};
 use crate::diagnostics::say;
 use plb_core::cluster::cma::Rect;
 use plb_core::cluster::comm::{Comm, CommError, Deadline, status};
@@ -368,7 +368,7 @@ fn c_rect(r: Rect) -> plb_dist_rect {
 /// none); valid until the next failing call on this thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn plb_dist_last_error() -> *const c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
+    last_error_ptr(&LAST_ERROR)
 }
 
 #[cfg(test)]

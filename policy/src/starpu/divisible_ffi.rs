@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int, c_uint};
 
-use super::guard::{ffi_guard, guard_status, set_last_error};
+use super::guard::{ffi_guard, guard_status, last_error_ptr, set_last_error};
 use crate::config::WorkerKind;
 use crate::divisible::{BalancerSpec, DivisibleError, DivisibleRun, Next, spec_from_env};
 use starpu_sys as sys;
@@ -476,7 +476,5 @@ pub unsafe extern "C" fn plb_dl_destroy(run: *mut PlbDlRun) {
 /// string if none). Valid until the next failing call on this thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn plb_dl_last_error() -> *const c_char {
-    ffi_guard("plb_dl_last_error", c"".as_ptr(), || {
-        LAST_ERROR.with(|e| e.borrow().as_ptr())
-    })
+    last_error_ptr(&LAST_ERROR)
 }

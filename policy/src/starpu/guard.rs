@@ -1,17 +1,33 @@
 //! Keeps panics from crossing into C.
 
 use std::cell::RefCell;
-use std::ffi::{CString, c_int};
+use std::ffi::{CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::thread::LocalKey;
 
 /// A C API's per-thread message of its last failed call.
 pub(crate) type LastError = LocalKey<RefCell<CString>>;
 
-/// Stores `msg` as the calling thread's last error in `slot`.
+/// Stores `msg` as the calling thread's last error in `slot`. Never
+/// panics (it also runs after a caught panic): while the thread is being
+/// torn down, or if the slot is borrowed, the message is dropped.
 pub(crate) fn set_last_error(slot: &'static LastError, msg: &str) {
     let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
-    slot.with(|e| *e.borrow_mut() = c);
+    let _ = slot.try_with(|e| {
+        if let Ok(mut e) = e.try_borrow_mut() {
+            *e = c;
+        }
+    });
+}
+
+/// The calling thread's last error in `slot`, as a C string valid until
+/// the next failing call on this thread; "" when the slot cannot be read
+/// (thread teardown). Never panics.
+pub(crate) fn last_error_ptr(slot: &'static LastError) -> *const c_char {
+    slot.try_with(|e| e.try_borrow().map(|e| e.as_ptr()).ok())
+        .ok()
+        .flatten()
+        .unwrap_or(c"".as_ptr())
 }
 
 /// `ffi_guard` for the entry points returning a status code: a panic
