@@ -25,6 +25,7 @@
 use std::collections::VecDeque;
 
 use super::decide::{Batch, Decided, GraphTask, Member};
+use super::heft::concurrent_share;
 use super::lines::{Line, Placed, steal_placed};
 use crate::balance::WorkerKind;
 use crate::sleepers::Sleepers;
@@ -223,7 +224,7 @@ impl<T: GraphTask> GraphSched<T> {
             Vec::with_capacity(k),
             Vec::with_capacity(k),
         );
-        for (pos, m) in self.members.iter().enumerate() {
+        for m in &self.members {
             let g = lines.glance(m.id).unwrap_or_default();
             loads.push(g.load_s(now));
             queued.push(g.len);
@@ -232,7 +233,8 @@ impl<T: GraphTask> GraphSched<T> {
             let (p, data_coming) = if g.len > 0 {
                 lines
                     .with(m.id, |q| {
-                        let coming = q.any(|p| p.transfer_s.get(pos).is_some_and(|&t| t > 0.0));
+                        // Placed tasks' predictions are indexed by worker id.
+                        let coming = q.any(|p| p.transfer_s.get(m.id).is_some_and(|&t| t > 0.0));
                         (q.queued_by_priority(), coming)
                     })
                     .unwrap_or_default()
@@ -311,9 +313,18 @@ impl<T: GraphTask> GraphSched<T> {
         if let Some(t) = lines.with(worker, |q| pop_own(q, cpu, node, now)).flatten() {
             return Some(t);
         }
-        // A stolen task runs for the thief's predicted time.
+        // A stolen task runs for the thief's predicted time. The thief is
+        // idle, so its transfer counts as HEFT counts one with nothing else
+        // on its way: StarPU's prediction assumes every accelerator
+        // transfers at once.
+        let accelerators = self
+            .members
+            .iter()
+            .filter(|m| m.kind != WorkerKind::Cpu)
+            .count();
+        let share = concurrent_share(0, accelerators);
         let members = self.members.iter().map(|m| m.id);
-        let (p, est) = steal_placed(lines, members, worker, now)?;
+        let (p, est) = steal_placed(lines, members, worker, now, share)?;
         lines.with(worker, |q| q.starting(Some(p.task.id()), est, now, cpu));
         Some(p.task)
     }
@@ -507,6 +518,33 @@ mod tests {
         let mut round = GraphRound::default();
         match s.pop_step(0, 1, 0.0, &sleepers, &mut round, None, &lines) {
             GraphStep::Place(batch, _) => assert_eq!(batch.inbound, vec![false, true, false]),
+            _ => panic!("a batch was due"),
+        }
+    }
+
+    /// The same when the context's workers are not numbered from 0: the
+    /// placed tasks' predictions are indexed by worker id.
+    #[test]
+    fn a_batch_reads_each_line_by_worker_id() {
+        let member = |id| Member {
+            id,
+            kind: WorkerKind::Cuda,
+            node: id + 1,
+        };
+        let sleepers = Sleepers::new(4, true);
+        let mut s = GraphSched::new(4);
+        s.add_workers(&[member(1), member(3)], &sleepers);
+        let lines: TileLines = PlainQueues::new(4);
+        let placed =
+            |transfer_s: Vec<f64>| Placed::new(Tile::job(90), 0, vec![Some(1.0); 4], transfer_s);
+        // Worker 1's task has its data (a transfer only to worker 0);
+        // worker 3's waits for 0.5 s of data.
+        lines.with(1, |q| q.push(placed(vec![0.5, 0.0, 0.0, 0.0]), 0, 1.0));
+        lines.with(3, |q| q.push(placed(vec![0.0, 0.0, 0.0, 0.5]), 0, 1.0));
+        s.push(Tile::job(1), &sleepers);
+        let mut round = GraphRound::default();
+        match s.pop_step(1, 2, 0.0, &sleepers, &mut round, None, &lines) {
+            GraphStep::Place(batch, _) => assert_eq!(batch.inbound, vec![false, true]),
             _ => panic!("a batch was due"),
         }
     }

@@ -7,8 +7,9 @@
 //! Pops prefer, among the tasks of the head's priority, the first whose
 //! data is already on the worker (`dmdar`'s ready-data-first; the caller
 //! says which are). An idle worker steals only a task it would finish
-//! before the worker holding it would (its own predicted transfer and
-//! compute against the victim's predicted end of that task).
+//! before the worker holding it would (its own predicted transfer, scaled
+//! as the caller says, and compute against the victim's predicted end of
+//! that task).
 
 use crate::worker_queues::{QueueSet, WorkerQueue, steal_latest_end};
 pub use crate::worker_queues::{READY_LOOKAHEAD, RUNNING_CAP};
@@ -44,21 +45,23 @@ pub type Line<T> = WorkerQueue<Placed<T>>;
 
 /// `thief` (idle at `now`) takes, from the line among `victims` with the
 /// latest expected end that has one, the first task it would finish
-/// earlier than that line's worker: its transfer plus compute against the
-/// victim's predicted end of the task. Tasks without a prediction for the
-/// thief are never stolen. Each line is reached alone. Returns the task
-/// with the thief's predicted seconds.
+/// earlier than that line's worker: its transfer (the placement's
+/// prediction times `transfer_share`) plus compute against the victim's
+/// predicted end of the task. Tasks without a prediction for the thief are
+/// never stolen. Each line is reached alone. Returns the task with the
+/// thief's predicted seconds.
 pub fn steal_placed<T>(
     lines: &impl QueueSet<Placed<T>>,
     victims: impl IntoIterator<Item = usize>,
     thief: usize,
     now: f64,
+    transfer_share: f64,
 ) -> Option<(Placed<T>, f64)> {
     let (_, p, _, cost) =
         steal_latest_end(lines, victims, thief, now, |_, q: &Placed<T>, ahead| {
             let cost = q.cost_s.get(thief).copied().flatten()?;
             let transfer = q.transfer_s.get(thief).copied().unwrap_or(0.0);
-            (transfer.max(0.0) + cost < ahead.end_s).then_some(cost)
+            (transfer.max(0.0) * transfer_share + cost < ahead.end_s).then_some(cost)
         })?;
     Some((p, cost))
 }
@@ -84,18 +87,35 @@ mod tests {
             push(p);
         }
         // Finishing at 2.5 beats only the third task (ends at 3).
-        let (s, cost) = steal_placed(&l, [0, 1], 1, 0.0).expect("a gain");
+        let (s, cost) = steal_placed(&l, [0, 1], 1, 0.0, 1.0).expect("a gain");
         assert_eq!((s.task, cost), (2, 2.0));
         // The remaining two end at 1 and 2: no gain.
-        assert!(steal_placed(&l, [0, 1], 1, 0.0).is_none());
+        assert!(steal_placed(&l, [0, 1], 1, 0.0, 1.0).is_none());
         // Unknown predictions are never stolen.
         push(placed(9, 0, &[Some(1.0), None]));
         push(placed(10, 0, &[Some(1.0), None]));
-        assert!(steal_placed(&l, [0, 1], 1, 0.0).is_none());
+        assert!(steal_placed(&l, [0, 1], 1, 0.0, 1.0).is_none());
         assert_eq!(l.held(), 4);
         // Only the victims named are looked at.
         push(placed(11, 0, &[Some(1.0), Some(0.1)]));
-        assert!(steal_placed(&l, [1], 1, 0.0).is_none());
-        assert_eq!(steal_placed(&l, [0], 1, 0.0).unwrap().0.task, 11);
+        assert!(steal_placed(&l, [1], 1, 0.0, 1.0).is_none());
+        assert_eq!(steal_placed(&l, [0], 1, 0.0, 1.0).unwrap().0.task, 11);
+    }
+
+    #[test]
+    fn the_thiefs_transfer_counts_as_scaled() {
+        let l = PlainQueues::new(2);
+        // Worker 0 holds two tasks of 1 s; the thief computes one in 0.5 s
+        // but its data is predicted at 2 s: at full weight no gain (2.5
+        // against ends of 1 and 2), at a quarter (0.5 + 0.5 = 1 < 2) the
+        // second is taken.
+        for id in 0..2 {
+            let mut p = placed(id, 0, &[Some(1.0), Some(0.5)]);
+            p.transfer_s = vec![0.0, 2.0];
+            l.with(0, |q| q.push(p, 0, 1.0)).unwrap();
+        }
+        assert!(steal_placed(&l, [0], 1, 0.0, 1.0).is_none());
+        let (s, cost) = steal_placed(&l, [0], 1, 0.0, 0.25).expect("a gain");
+        assert_eq!((s.task, cost), (1, 0.5));
     }
 }
