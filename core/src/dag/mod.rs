@@ -163,7 +163,7 @@ pub struct DagEntry {
 pub const DAG_POLICIES: &[DagEntry] = &[
     DagEntry {
         name: "plb-heft",
-        summary: "task graphs: online HEFT (ready tasks by decreasing GPU speedup, each on the earliest finish incl. transfers)",
+        summary: "task graphs: online HEFT (ready tasks by decreasing GPU speedup, each on the earliest finish incl. transfers, plus dmda's data penalty)",
         method: |_, _| Method::Heft,
     },
     DagEntry {
