@@ -67,6 +67,9 @@ pub struct GraphSched<T> {
     /// spins through the same tasks until its sample arrives).
     released_at: Vec<(u64, u64)>,
     rotate: usize,
+    /// Members whose line held a task placed with a transfer to it when
+    /// the last batch was taken: the transfers a steal's counts beside.
+    inbound_seen: usize,
 }
 
 /// What one pop has done so far.
@@ -103,6 +106,7 @@ impl<T: GraphTask> GraphSched<T> {
             completions: 0,
             released_at: vec![(0, 0); max_workers],
             rotate: 0,
+            inbound_seen: 0,
         }
     }
 
@@ -244,6 +248,7 @@ impl<T: GraphTask> GraphSched<T> {
             by_priority.push(p);
             inbound.push(data_coming);
         }
+        self.inbound_seen = inbound.iter().filter(|&&b| b).count();
         Some(Batch {
             tasks,
             loads,
@@ -313,16 +318,17 @@ impl<T: GraphTask> GraphSched<T> {
         if let Some(t) = lines.with(worker, |q| pop_own(q, cpu, node, now)).flatten() {
             return Some(t);
         }
-        // A stolen task runs for the thief's predicted time. The thief is
-        // idle, so its transfer counts as HEFT counts one with nothing else
-        // on its way: StarPU's prediction assumes every accelerator
-        // transfers at once.
+        // A stolen task runs for the thief's predicted time. Its transfer
+        // counts as HEFT counts one beside the transfers under way
+        // (StarPU's prediction assumes every accelerator transfers at
+        // once): those seen when the last batch was taken; the thief's own
+        // line is empty.
         let accelerators = self
             .members
             .iter()
             .filter(|m| m.kind != WorkerKind::Cpu)
             .count();
-        let share = concurrent_share(0, accelerators);
+        let share = concurrent_share(self.inbound_seen, accelerators);
         let members = self.members.iter().map(|m| m.id);
         let (p, est) = steal_placed(lines, members, worker, now, share)?;
         lines.with(worker, |q| q.starting(Some(p.task.id()), est, now, cpu));
@@ -547,6 +553,60 @@ mod tests {
             GraphStep::Place(batch, _) => assert_eq!(batch.inbound, vec![false, true]),
             _ => panic!("a batch was due"),
         }
+    }
+
+    /// An idle worker's steal counts its transfer beside the transfers
+    /// under way when the last batch was taken (HEFT's concurrent share).
+    #[test]
+    fn a_steal_counts_the_transfers_under_way() {
+        let member = |id| Member {
+            id,
+            kind: WorkerKind::Cuda,
+            node: id + 1,
+        };
+        let setup = || {
+            let sleepers = Sleepers::new(4, true);
+            let mut s = GraphSched::new(4);
+            s.add_workers(&[member(0), member(1), member(2), member(3)], &sleepers);
+            let lines: TileLines = PlainQueues::new(4);
+            // Worker 0 holds two 1 s tasks (ending at 1 and 2); worker 3
+            // runs one in 0.5 s once its data is there, 4 s by StarPU's
+            // prediction (as if all 4 GPUs transferred at once).
+            for id in [90, 91] {
+                let p = Placed::new(
+                    Tile::job(id),
+                    0,
+                    vec![Some(1.0), Some(1.0), Some(1.0), Some(0.5)],
+                    vec![0.0, 4.0, 4.0, 4.0],
+                );
+                lines.with(0, |q| q.push(p, 0, 1.0));
+            }
+            (s, lines, sleepers)
+        };
+        let pop = |s: &mut GraphSched<Tile>, lines: &TileLines, sleepers: &Sleepers| {
+            let mut round = GraphRound::default();
+            let mut back = None;
+            loop {
+                match s.pop_step(3, 4, 0.0, sleepers, &mut round, back.take(), lines) {
+                    GraphStep::Place(..) => back = Some(Decided::nothing()),
+                    GraphStep::Task(t, _) => return Some(t.id),
+                    GraphStep::Empty(_) => return None,
+                }
+            }
+        };
+        // Nothing on its way: the transfer counts a quarter (1 s), and
+        // 1.5 s beats the second task's end (2 s).
+        let (mut s, lines, sleepers) = setup();
+        assert_eq!(pop(&mut s, &lines, &sleepers), Some(91));
+        // Workers 1 and 2 wait for data when a batch is taken: the
+        // transfer counts three quarters (3 s), and nothing is stolen.
+        let (mut s, lines, sleepers) = setup();
+        for w in [1, 2] {
+            let p = Placed::new(Tile::job(80 + w), 0, vec![Some(1.0); 4], vec![0.5; 4]);
+            lines.with(w, |q| q.push(p, 0, 1.0));
+        }
+        s.push(Tile::job(1), &sleepers);
+        assert_eq!(pop(&mut s, &lines, &sleepers), None);
     }
 
     /// A GPU (worker 0, whose model of codelet 1 is known: 0.01 s a task)

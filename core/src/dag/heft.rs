@@ -15,10 +15,10 @@
 //! unscaled transfer prediction: `dmda`'s data penalty (`β` × transfer,
 //! StarPU's default β = 1), which charges a transfer for the bus time it
 //! takes from the others. On the SIMULATED study it took the bytes moved
-//! on Cholesky and LU from 1.020x to 0.946x `dmdas`'s, makespans level
+//! on Cholesky and LU from 1.020x to 0.943x `dmdas`'s, makespans level
 //! (docs/results.md, ninth round). Idle workers steal with the transfer
-//! counted as here with nothing else on its way (`graph.rs`), which keeps
-//! the GEMM on all the GPUs despite the penalty.
+//! scaled the same way (`graph.rs`), which keeps the GEMM on all the GPUs
+//! despite the penalty.
 //! The backlog counted is the whole of it, the running work and every
 //! queued task whatever its priority (`dmda`'s expected end), although the
 //! queue itself is priority-ordered. Counting only the
