@@ -68,7 +68,8 @@ pub struct GraphSched<T> {
     released_at: Vec<(u64, u64)>,
     rotate: usize,
     /// Members whose line held a task placed with a transfer to it when
-    /// the last batch was taken: the transfers a steal's counts beside.
+    /// the last batch was taken: the transfers a steal's transfer is
+    /// counted beside.
     inbound_seen: usize,
 }
 
