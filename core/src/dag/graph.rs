@@ -24,8 +24,8 @@
 
 use std::collections::VecDeque;
 
+use super::concurrent_share;
 use super::decide::{Batch, Decided, GraphTask, Member};
-use super::heft::concurrent_share;
 use super::lines::{Line, Placed, steal_placed};
 use crate::balance::WorkerKind;
 use crate::sleepers::Sleepers;
@@ -501,19 +501,23 @@ mod tests {
         }
     }
 
+    /// CUDA worker `id` on memory node `id + 1`.
+    fn gpu_member(id: usize) -> Member {
+        Member {
+            id,
+            kind: WorkerKind::Cuda,
+            node: id + 1,
+        }
+    }
+
     /// A batch says which lines hold a task placed with a transfer to
     /// their worker (data on its way there), as HEFT's transfer sharing
     /// needs ([`crate::dag::DagWorker::inbound`]).
     #[test]
     fn a_batch_sees_which_lines_wait_for_data() {
-        let member = |id| Member {
-            id,
-            kind: WorkerKind::Cuda,
-            node: id + 1,
-        };
         let sleepers = Sleepers::new(3, true);
         let mut s = GraphSched::new(3);
-        s.add_workers(&[member(0), member(1), member(2)], &sleepers);
+        s.add_workers(&[gpu_member(0), gpu_member(1), gpu_member(2)], &sleepers);
         let lines: TileLines = PlainQueues::new(3);
         // Worker 1 waits for data (0.5 s predicted to it), worker 2 holds a
         // task whose data is there (its transfer 0; another worker's 0.5).
@@ -533,14 +537,9 @@ mod tests {
     /// placed tasks' predictions are indexed by worker id.
     #[test]
     fn a_batch_reads_each_line_by_worker_id() {
-        let member = |id| Member {
-            id,
-            kind: WorkerKind::Cuda,
-            node: id + 1,
-        };
         let sleepers = Sleepers::new(4, true);
         let mut s = GraphSched::new(4);
-        s.add_workers(&[member(1), member(3)], &sleepers);
+        s.add_workers(&[gpu_member(1), gpu_member(3)], &sleepers);
         let lines: TileLines = PlainQueues::new(4);
         let placed =
             |transfer_s: Vec<f64>| Placed::new(Tile::job(90), 0, vec![Some(1.0); 4], transfer_s);
@@ -560,15 +559,13 @@ mod tests {
     /// under way when the last batch was taken (HEFT's concurrent share).
     #[test]
     fn a_steal_counts_the_transfers_under_way() {
-        let member = |id| Member {
-            id,
-            kind: WorkerKind::Cuda,
-            node: id + 1,
-        };
         let setup = || {
             let sleepers = Sleepers::new(4, true);
             let mut s = GraphSched::new(4);
-            s.add_workers(&[member(0), member(1), member(2), member(3)], &sleepers);
+            s.add_workers(
+                &[gpu_member(0), gpu_member(1), gpu_member(2), gpu_member(3)],
+                &sleepers,
+            );
             let lines: TileLines = PlainQueues::new(4);
             // Worker 0 holds two 1 s tasks (ending at 1 and 2); worker 3
             // runs one in 0.5 s once its data is there, 4 s by StarPU's

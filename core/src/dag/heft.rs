@@ -17,8 +17,9 @@
 //! takes from the others. On the SIMULATED study it took the bytes moved
 //! on Cholesky and LU from 1.020x to 0.943x `dmdas`'s, makespans level
 //! (docs/results.md, ninth round). Idle workers steal with the transfer
-//! scaled the same way (`graph.rs`), which keeps the GEMM on all the GPUs
-//! despite the penalty.
+//! scaled by the same share, counting the workers that had data on its
+//! way when the last batch was taken (`graph.rs`); that keeps the GEMM on
+//! all the GPUs despite the penalty.
 //! The backlog counted is the whole of it, the running work and every
 //! queued task whatever its priority (`dmda`'s expected end), although the
 //! queue itself is priority-ordered. Counting only the
@@ -29,7 +30,7 @@
 //! for n tasks, w workers and p distinct priorities queued (the backlogs
 //! are kept per priority for DADA).
 
-use super::{Backlog, DagTask, DagWorker, by_speedup};
+use super::{Backlog, DagTask, DagWorker, by_speedup, concurrent_share};
 
 /// Places the batch (see the module documentation); `usize::MAX` for a
 /// task no worker has a cost for.
@@ -65,18 +66,6 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
         }
     }
     out
-}
-
-/// The part of StarPU's transfer prediction to count when `others`
-/// workers besides the candidate have data on its way: StarPU predicts
-/// every transfer as if all `accelerators` shared the bus at once, so a
-/// transfer expected to run alone or beside few others is scaled down to
-/// the transfers expected at once (never up).
-pub(crate) fn concurrent_share(others: usize, accelerators: usize) -> f64 {
-    if accelerators <= 1 {
-        return 1.0;
-    }
-    ((others + 1) as f64 / accelerators as f64).min(1.0)
 }
 
 #[cfg(test)]

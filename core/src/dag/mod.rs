@@ -202,6 +202,19 @@ fn by_speedup(tasks: &[DagTask], workers: &[DagWorker], of: &mut [usize]) {
     });
 }
 
+/// The part of StarPU's transfer prediction to count when `others`
+/// workers besides the candidate have data on its way: StarPU predicts
+/// every transfer as if all `accelerators` shared the bus at once, so a
+/// transfer expected to run alone or beside few others is scaled down to
+/// the transfers expected at once (never up). HEFT's placement and every
+/// task-graph policy's steals use it.
+pub(crate) fn concurrent_share(others: usize, accelerators: usize) -> f64 {
+    if accelerators <= 1 {
+        return 1.0;
+    }
+    ((others + 1) as f64 / accelerators as f64).min(1.0)
+}
+
 /// A worker's predicted backlog: running work, and queued seconds by
 /// priority.
 pub(crate) struct Backlog {
