@@ -492,6 +492,7 @@ pub fn dag_batch(
                     bytes: 3.7e6,
                 }),
                 priority: rng.below(3) as i32,
+                slack_s: f64::INFINITY,
             }
         })
         .collect();

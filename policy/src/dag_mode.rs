@@ -16,8 +16,10 @@
 //!   step may hand out a batch: *without* the lock the worker asks StarPU
 //!   which workers can run each task and where its data is (transfer
 //!   times from StarPU's sampled bus model, bytes written per memory node),
-//!   takes our models' predictions (the models lock only), runs HEFT or
-//!   DADA, prefetches each task's input to its worker's memory node, and
+//!   takes our models' predictions (the models lock only), for `plb-heft`
+//!   ranks each task by the longest chain of work below it (the graph
+//!   StarPU knows, walked only where no rank is kept:
+//!   [`plb_core::dag::rank`]), runs HEFT or DADA, prefetches each task's input to its worker's memory node, and
 //!   hands the placement to the next step, which queues it on the workers'
 //!   lines. The last step gives the worker its line's next task (highest
 //!   priority first, ready data first) or one it steals.
@@ -49,8 +51,15 @@
 //! taken alone: by a placement (seeding a codelet's saved samples, installing
 //! their fits, predictions) and by `post_exec` (recording a sample,
 //! installing a refit); the models file is read at the first placement,
-//! before the models lock is taken to install it. No placement, fit, file
-//! I/O or StarPU call that may call back runs under any of these locks:
+//! before the models lock is taken to install it. `ranks` is taken by
+//! the placing worker alone (one places at a time), with the models lock
+//! inside it to price the tasks found; the successor lists are read from
+//! StarPU under it (a read of the task's list under StarPU's own lock,
+//! with no call back into the policy). `done` (tasks completed since, whose
+//! ranks are dropped) is taken alone, by `post_exec` and the placement.
+//! No placement, fit, file
+//! I/O or StarPU call that may call back runs under any of these locks
+//! (the rank walk is not a placement: it finds and prices tasks):
 //! under `state` and a line's only plain queries (whether a task's input
 //! is on a node, at pop). Whom to wake is decided by the
 //! scheduler under `state` (`plb_core::sleepers`); the adapter wakes them
@@ -65,6 +74,7 @@ use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
 use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
 use plb_core::dag::lines::Placed;
+use plb_core::dag::rank::{RANKS_CAP, UpwardRanks};
 use plb_core::fit::FitConfig;
 use plb_core::taskmode::placement::RefitJob;
 use plb_core::worker_queues::QueueSet;
@@ -74,8 +84,8 @@ use crate::gauges::Gauges;
 use crate::locked_lines::LockedLines;
 use crate::model_file::Persisted;
 use crate::starpu::{
-    Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us, prefetch_useful,
-    relaxed_lock,
+    GraphBelow, Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us,
+    prefetch_useful, relaxed_lock,
 };
 use crate::stats::ModelFigures;
 
@@ -127,6 +137,13 @@ pub struct DagPolicy {
     /// Pops served by the worker's own line alone (for the summary).
     own_line_pops: AtomicU64,
     models: Mutex<Models>,
+    /// The upward ranks found so far (taken by the placing worker only).
+    ranks: Mutex<UpwardRanks>,
+    /// Tasks completed since the last placement, whose ranks are dropped
+    /// (`None`: more than [`RANKS_CAP`], every rank is).
+    done: Mutex<Option<Vec<usize>>>,
+    /// Whether placements need the tasks' upward ranks (HEFT's slack).
+    ranked: bool,
     /// Tasks held by the scheduler (ready and deferred; the lines count
     /// theirs in `lines`), members, idle flags, timers (batch placements
     /// and refits).
@@ -205,6 +222,9 @@ impl DagPolicy {
                 models.graph.book.install(f);
             }
         }
+        if self.ranked {
+            batch.ranks = self.upward_ranks(&batch);
+        }
         let costs = relaxed_lock(&self.models).graph.costs(&batch, &facts);
         let members = batch.members.clone();
         let decided = decide(self.method, batch, facts, costs);
@@ -220,6 +240,40 @@ impl DagPolicy {
             members.len()
         );
         decided
+    }
+
+    /// Each batch task's upward rank: the graph below the batch is walked
+    /// where no rank is kept yet (StarPU's successor lists, under the
+    /// ranks' lock, which only the one placing worker takes), priced with
+    /// our models' cheapest prediction (the models lock), and ranked.
+    fn upward_ranks(&self, batch: &Batch<Task>) -> Vec<f64> {
+        let done = relaxed_lock(&self.done).replace(Vec::new());
+        let mut ranks = relaxed_lock(&self.ranks);
+        match done {
+            Some(d) => ranks.forget(&d),
+            None => *ranks = UpwardRanks::default(),
+        }
+        let mut graph = GraphBelow::of(&batch.tasks);
+        let roots: Vec<usize> = batch.tasks.iter().map(Task::addr).collect();
+        let found = ranks.unranked(&roots, RANKS_CAP, |id| graph.successors(id));
+        let keys: Vec<Option<(usize, f64)>> = found
+            .iter()
+            .map(|u| graph.codelet_and_units(u.id))
+            .collect();
+        let costs: Vec<f64> = {
+            let models = relaxed_lock(&self.models);
+            keys.iter()
+                .map(|k| {
+                    k.and_then(|(c, u)| models.graph.best_prediction(&batch.members, c, u))
+                        .unwrap_or(0.0)
+                })
+                .collect()
+        };
+        ranks.settle(&found, &costs);
+        roots
+            .iter()
+            .map(|&id| ranks.rank(id).unwrap_or(0.0))
+            .collect()
     }
 
     /// What pops read without `state` (the caller holds it): the tasks it
@@ -292,6 +346,9 @@ impl SchedPolicy for DagPolicy {
             due: AtomicBool::new(false),
             own_line_pops: AtomicU64::new(0),
             models: Mutex::new(Models::default()),
+            ranks: Mutex::new(UpwardRanks::default()),
+            done: Mutex::new(Some(Vec::new())),
+            ranked: method == Method::Heft,
             g: Gauges::new(n),
         }
     }
@@ -419,6 +476,14 @@ impl SchedPolicy for DagPolicy {
     ) -> Vec<WorkerId> {
         let now = now_s();
         let w = worker.index();
+        if self.ranked {
+            let mut done = relaxed_lock(&self.done);
+            match done.as_mut() {
+                Some(d) if d.len() < RANKS_CAP => d.push(task.addr()),
+                // Too many to list: every rank is dropped.
+                _ => *done = None,
+            }
+        }
         let kind = {
             let mut st = relaxed_lock(&self.state);
             st.finished(w, task.addr(), now, &self.lines);

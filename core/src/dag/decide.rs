@@ -65,6 +65,9 @@ pub struct Batch<T> {
     /// not ready yet included; at least the batch's): how much work is
     /// still to come, for the training rule ([`GraphModels::costs`]).
     pub outstanding: usize,
+    /// Each task's upward rank ([`super::rank`]), when the caller walked
+    /// the graph (empty otherwise: every slack is infinite).
+    pub ranks: Vec<f64>,
 }
 
 /// The runtime's view of one task: the implementation each member would
@@ -165,6 +168,9 @@ pub struct GraphModels {
     /// Mean measured seconds per unit of each (kind, codelet): how much
     /// slower one kind is than another on the codelets both ran.
     kind_speed: HashMap<(WorkerKind, usize), (f64, u32)>,
+    /// Sum and count of the tasks' areas: each task's time if every
+    /// member with a prediction shared it (1 / sum of 1 / cost).
+    area: (f64, u64),
 }
 
 /// A kind this many times slower than another on every codelet both ran
@@ -193,6 +199,8 @@ pub struct Costs {
     /// For a task with no prediction anywhere: the kind whose training
     /// sample of its codelet is out, which the fallback rule keeps it to.
     learning: Vec<Option<WorkerKind>>,
+    /// The mean area of the tasks priced so far ([`GraphModels::area`]).
+    pub mean_area_s: f64,
 }
 
 impl GraphModels {
@@ -256,6 +264,22 @@ impl GraphModels {
             .min_by(f64::total_cmp)
     }
 
+    /// The mean area of the tasks priced so far (0 before any).
+    pub fn mean_area_s(&self) -> f64 {
+        if self.area.1 == 0 {
+            0.0
+        } else {
+            self.area.0 / self.area.1 as f64
+        }
+    }
+
+    /// The cheapest prediction of `units` of `codelet` over `members`.
+    pub fn best_prediction(&self, members: &[Member], codelet: usize, units: f64) -> Option<f64> {
+        (0..members.len())
+            .filter_map(|m| self.predict(members, m, codelet, units))
+            .min_by(f64::total_cmp)
+    }
+
     /// Our prediction of `units` of `codelet` on member `m`: its own model,
     /// else a worker of the same kind's (one sample is enough: tiles of a
     /// task graph mostly share one size).
@@ -316,6 +340,18 @@ impl GraphModels {
                     .collect()
             })
             .collect();
+        for c in &cost {
+            let rate: f64 = c
+                .iter()
+                .flatten()
+                .filter(|&&x| x > 0.0)
+                .map(|x| 1.0 / x)
+                .sum();
+            if rate > 0.0 && rate.is_finite() {
+                self.area.0 += 1.0 / rate;
+                self.area.1 += 1;
+            }
+        }
         let busy_s = known_busy_s(&cost, &batch.loads, batch.outstanding);
         for (k, (t, f)) in batch.tasks.iter().zip(facts).enumerate() {
             let codelet = t.codelet();
@@ -382,6 +418,7 @@ impl GraphModels {
             train,
             awaiting,
             learning,
+            mean_area_s: self.mean_area_s(),
         }
     }
 }
@@ -417,8 +454,10 @@ fn known_busy_s(cost: &[Vec<Option<f64>>], loads: &[f64], outstanding: usize) ->
 /// there within its own length; otherwise it is deferred, to be placed when the sample arrives or a
 /// worker runs dry (placing it now would commit it to the trained kind
 /// alone: on independent tasks that starved every CPU worker while the
-/// GPUs' lines filled). Predictions in the decisions are indexed by
-/// worker id.
+/// GPUs' lines filled). With the batch's ranks, each task's slack
+/// ([`DagTask::slack_s`]) is the outstanding tasks times the mean area
+/// ([`GraphModels::mean_area_s`]) less its rank. Predictions in the
+/// decisions are indexed by worker id.
 pub fn decide<T: GraphTask>(
     method: Method,
     batch: Batch<T>,
@@ -433,8 +472,12 @@ pub fn decide<T: GraphTask>(
         by_priority,
         inbound,
         rotate,
-        outstanding: _,
+        outstanding,
+        ranks,
     } = batch;
+    // What is left to run, spread over every member: the outstanding
+    // tasks at the mean area. A task's slack is that less its rank.
+    let area_s = outstanding as f64 * costs.mean_area_s;
     let mut decisions = Vec::with_capacity(tasks.len());
     let mut stranded = Vec::new();
     let mut deferred = Vec::new();
@@ -508,6 +551,10 @@ pub fn decide<T: GraphTask>(
             transfer_s: f.transfer,
             affinity: f.affinity,
             priority: task.priority(),
+            slack_s: match ranks.get(k) {
+                Some(&r) => area_s - r,
+                _ => f64::INFINITY,
+            },
         });
         graph_meta.push(task);
     }
@@ -601,6 +648,7 @@ mod tests {
             inbound: vec![false; 2],
             rotate: 0,
             outstanding: 0,
+            ranks: Vec::new(),
         }
     }
 
@@ -618,6 +666,36 @@ mod tests {
             .iter()
             .map(|t| t.map(|m| b.members[m].kind))
             .collect()
+    }
+
+    #[test]
+    fn a_task_whose_chain_outlasts_the_remaining_work_overtakes_the_queue() {
+        // Codelet 1: 5 s on the CPU, 1 s on the GPU, whose line holds 10 s
+        // of priority-0 work; the batch's one task has priority 1.
+        let mut m = GraphModels::default();
+        m.book.record_now(0, 1, 1.0, 5.0);
+        m.book.record_now(1, 1, 1.0, 1.0);
+        let mut worker_of = |ranks: Vec<f64>, outstanding: usize| {
+            let b = Batch {
+                loads: vec![0.0, 10.0],
+                by_priority: vec![Vec::new(), vec![(0, 10.0)]],
+                outstanding,
+                ranks,
+                ..batch(&[(1, 1)])
+            };
+            let facts = b.facts();
+            let costs = m.costs(&b, &facts);
+            let d = decide(Method::Heft, b, facts, costs);
+            d.decisions[0].worker
+        };
+        // No ranks: the whole backlog counts, the CPU finishes first.
+        assert_eq!(worker_of(Vec::new(), 1), 0);
+        // A chain of 100 s below it, against 1 outstanding task of area
+        // 1/(1/5 + 1/1) s: critical, it overtakes the GPU's queue.
+        assert_eq!(worker_of(vec![100.0], 1), 1);
+        // With 1000 tasks still to run (833 s of area) the same chain
+        // leaves slack: the CPU again.
+        assert_eq!(worker_of(vec![100.0], 1000), 0);
     }
 
     #[test]

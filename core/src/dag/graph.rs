@@ -259,6 +259,7 @@ impl<T: GraphTask> GraphSched<T> {
             members: self.members.clone(),
             rotate: self.rotate,
             outstanding: 0,
+            ranks: Vec::new(),
         })
     }
 

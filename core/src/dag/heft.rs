@@ -1,7 +1,6 @@
 //! The paper's online HEFT (§3.1, Algorithm 1): at each activation the
 //! ready tasks are sorted by decreasing accelerator speedup (the paper's
-//! rule: it favours the sum of execution times; the graph's upward ranks
-//! are unknown to a StarPU policy, which only sees ready tasks), and each
+//! rule: it favours the sum of execution times), and each
 //! goes to the worker with the earliest predicted finish: the worker's
 //! backlog, plus the predicted transfer of its data to the worker's node
 //! (added, not overlapped with the backlog), plus its predicted time there.
@@ -20,15 +19,21 @@
 //! scaled by the same share, counting the workers that had data on its
 //! way when the last batch was taken (`graph.rs`); that keeps the GEMM on
 //! all the GPUs despite the penalty.
+//!
 //! The backlog counted is the whole of it, the running work and every
 //! queued task whatever its priority (`dmda`'s expected end), although the
-//! queue itself is priority-ordered. Counting only the
-//! tasks of equal or higher priority sent every urgent task with little
-//! acceleration (Cholesky's POTRF) to a GPU whose running task was short;
-//! with 1 or 2 GPUs, the bottleneck, that made Cholesky 1.1–1.3x slower
-//! than StarPU's best (SIMULATED, docs/results.md). Cost: O(n log n + n·w·p)
-//! for n tasks, w workers and p distinct priorities queued (the backlogs
-//! are kept per priority for DADA).
+//! queue itself is priority-ordered, unless the task is critical: when
+//! waiting for the whole backlog would use up its slack ([`DagTask::slack_s`]:
+//! the remaining work spread over the machine, less the longest chain of
+//! work from the task to the end of the graph), it counts only the work
+//! of its priority or higher, which it does not overtake. Counting that
+//! for every task sent urgent tasks with little acceleration (Cholesky's
+//! POTRF) to a GPU whose running task was short, and with 1 or 2 GPUs,
+//! the bottleneck, Cholesky was 1.1–1.3x slower than StarPU's best; never
+//! counting it left LU on 4 GPUs waiting on its chain of factorisations
+//! (SIMULATED sirocco: 1.120x StarPU's best, 1.007x with the slack;
+//! docs/results.md, tenth round). Cost: O(n log n + n·w·p) for n tasks, w
+//! workers and p distinct priorities queued.
 
 use super::{Backlog, DagTask, DagWorker, by_speedup, concurrent_share};
 
@@ -50,7 +55,15 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
                 let raw = t.transfer_s.get(w).copied().unwrap_or(0.0);
                 let others = coming - usize::from(inbound[w]);
                 let ready = raw * concurrent_share(others, accelerators);
-                let end = lines[w].total() + ready + c;
+                // A task that would wait past its slack counts only the
+                // queued work it does not overtake (its priority or higher).
+                let whole = lines[w].total();
+                let wait = if whole + ready > t.slack_s {
+                    lines[w].ahead_of(t.priority)
+                } else {
+                    whole
+                };
+                let end = wait + ready + c;
                 let score = end + raw;
                 score.is_finite().then_some((w, score))
             })
@@ -103,6 +116,31 @@ mod tests {
         assert_eq!(place(&[t.clone()], &w), vec![1]);
         // Unless node 2's worker is busy for longer than the transfer.
         let w = [gpu(1, 0.0), gpu(2, 5.0)];
+        assert_eq!(place(&[t], &w), vec![0]);
+    }
+
+    #[test]
+    fn a_task_past_its_slack_counts_only_the_work_it_does_not_overtake() {
+        // The GPU holds 10 s of priority-0 work; an urgent task (priority
+        // 1) takes 5 s on the CPU, 1 s on the GPU.
+        let mut w = [cpu(0.0), gpu(1, 10.0)];
+        w[1].queued_by_priority = vec![(0, 10.0)];
+        let mut t = task(&w, 5.0, 1.0);
+        t.priority = 1;
+        // With slack to spare it waits for the whole backlog: the CPU
+        // (5 s) beats the GPU (11 s).
+        assert_eq!(place(&[t.clone()], &w), vec![0]);
+        t.slack_s = 10.0;
+        assert_eq!(
+            place(&[t.clone()], &w),
+            vec![0],
+            "waiting 10 s is within the slack"
+        );
+        // Past its slack it overtakes the queued work: 1 s on the GPU.
+        t.slack_s = 2.0;
+        assert_eq!(place(&[t.clone()], &w), vec![1]);
+        // Work of its own priority is not overtaken.
+        w[1].queued_by_priority = vec![(1, 10.0)];
         assert_eq!(place(&[t], &w), vec![0]);
     }
 

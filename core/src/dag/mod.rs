@@ -27,6 +27,7 @@ pub mod decide;
 pub mod graph;
 pub mod heft;
 pub mod lines;
+pub mod rank;
 
 use crate::balance::WorkerKind;
 
@@ -92,6 +93,12 @@ pub struct DagTask {
     pub affinity: Option<Affinity>,
     /// StarPU priority (higher first among equal speedups).
     pub priority: i32,
+    /// Seconds the task may wait before the longest chain of work from it
+    /// to the end of the graph outlasts the remaining work spread over
+    /// every worker ([`decide::decide`]); infinite when unknown. HEFT lets
+    /// a task that would wait longer count only the queued work it does
+    /// not overtake.
+    pub slack_s: f64,
 }
 
 impl DagTask {
@@ -283,6 +290,7 @@ pub(crate) mod testutil {
             transfer_s: vec![0.0; workers.len()],
             affinity: None,
             priority: 0,
+            slack_s: f64::INFINITY,
         }
     }
 
@@ -385,6 +393,7 @@ mod tests {
                     transfer_s: vec![0.0; 2],
                     affinity: None,
                     priority: 0,
+                    slack_s: f64::INFINITY,
                 })
                 .collect()
         };

@@ -37,7 +37,7 @@ pub use emulate_codelets::{ENV as EMULATE_ENV, emulate_after, emulation_in_force
 pub use interpose::known_policies;
 pub(crate) use registry::policy_struct;
 pub use registry::{policy_by_name, registered_policies};
-pub use task::{Task, TaskRef};
+pub use task::{GraphBelow, Task, TaskRef};
 
 /// What a pop gives: a task (or none) and the workers to wake.
 #[derive(Default)]

@@ -376,3 +376,79 @@ impl TaskRef<'_> {
         }
     }
 }
+
+/// The task graph below tasks the policy holds, as StarPU knows it (the
+/// successors submitted so far). Only those tasks and the successors this
+/// view returned can be asked about: none of them can have completed (a
+/// task completes after all its predecessors, and the roots are held).
+pub struct GraphBelow<'a> {
+    known: std::collections::HashSet<usize>,
+    _held: PhantomData<&'a [Task]>,
+}
+
+impl<'a> GraphBelow<'a> {
+    /// The graph below `tasks`, which stay held while the view lives.
+    pub fn of(tasks: &'a [Task]) -> GraphBelow<'a> {
+        GraphBelow {
+            known: tasks.iter().map(Task::addr).collect(),
+            _held: PhantomData,
+        }
+    }
+
+    fn raw(&self, id: usize) -> Option<NonNull<sys::starpu_task>> {
+        self.known
+            .contains(&id)
+            .then(|| NonNull::new(id as *mut sys::starpu_task))
+            .flatten()
+    }
+
+    /// The successors of task `id` that go through a scheduler (StarPU's
+    /// `starpu_task_get_task_scheduled_succs`: no codelet-less or
+    /// explicitly placed tasks); empty for an id this view did not give.
+    pub fn successors(&mut self, id: usize) -> Vec<usize> {
+        let Some(raw) = self.raw(id) else {
+            return Vec::new();
+        };
+        // StarPU fills at most the room given and returns how many it
+        // filled (not how many there are): a full array is asked again with
+        // twice the room.
+        let mut out = vec![std::ptr::null_mut::<sys::starpu_task>(); 16];
+        loop {
+            let room = out.len();
+            // SAFETY: `raw` is a held task or a successor of one, not
+            // completed (see the type's documentation); StarPU only reads
+            // its successor list under its own lock and never calls back
+            // into the policy; `out` has room for `room` pointers.
+            let got = unsafe {
+                sys::starpu_task_get_task_scheduled_succs(
+                    raw.as_ptr(),
+                    room as u32,
+                    out.as_mut_ptr(),
+                )
+            };
+            let got = got.clamp(0, room as i32) as usize;
+            if got < room || room >= 1 << 16 {
+                out.truncate(got);
+                break;
+            }
+            out = vec![std::ptr::null_mut(); room * 2];
+        }
+        let ids: Vec<usize> = out
+            .into_iter()
+            .filter(|p| !p.is_null())
+            .map(|p| p as usize)
+            .collect();
+        self.known.extend(&ids);
+        ids
+    }
+
+    /// The codelet key and work units of task `id` ([`TaskRef::codelet_key`],
+    /// [`TaskRef::work_units`]); `None` for an id this view did not give.
+    pub fn codelet_and_units(&self, id: usize) -> Option<(usize, f64)> {
+        let raw = self.raw(id)?;
+        // SAFETY: a live task (see the type's documentation), read only
+        // while the view, and so the held roots, live.
+        let task = unsafe { TaskRef::from_raw(raw) };
+        Some((task.codelet_key(), task.work_units()))
+    }
+}

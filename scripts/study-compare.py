@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Compares one of our policies between two sets of `plb simgrid` rows of
+the study, pair by pair, against StarPU's best.
+
+usage: scripts/study-compare.py [--policy plb-heft] [--csv OUT]
+           BEFORE_DIR AFTER_DIR [SET ...]
+
+BEFORE_DIR and AFTER_DIR hold one folder per SET (default: tuned untuned
+matrix-rest tiles-320), each with a simgrid.csv. StarPU's best for a pair
+is the fastest of StarPU's policies (rows with ours=false, warm) over every
+simgrid.csv under results/simgrid-study/; `dmdas`'s bytes come from the
+same rows. Prints geometric mean, largest and pairs above 1.03 of the
+ratio to StarPU's best, and the bytes over `dmdas`'s (Cholesky and LU),
+per set and over all, after learning and cold; --csv writes every pair.
+"""
+
+import argparse
+import csv
+import glob
+import math
+import os
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+STUDY = os.path.join(ROOT, "results", "simgrid-study")
+
+
+def key(r):
+    return (r["machine"], r["case"], r["n"], r["tile"])
+
+
+def starpu_best():
+    best, dmdas = {}, {}
+    for f in glob.glob(os.path.join(STUDY, "**", "simgrid.csv"), recursive=True):
+        for r in csv.DictReader(open(f)):
+            if r["ours"] != "false" or not r["sim_ms"] or r["policy"].endswith("(cold)"):
+                continue
+            if "reference" in r["policy"]:
+                continue
+            k, ms = key(r), float(r["sim_ms"])
+            if k not in best or ms < best[k][1]:
+                best[k] = (r["policy"], ms)
+            if r["policy"] == "dmdas" and r["gib_moved"]:
+                dmdas[k] = float(r["gib_moved"])
+    return best, dmdas
+
+
+def ours(folder, policy):
+    rows = {}
+    for r in csv.DictReader(open(os.path.join(folder, "simgrid.csv"))):
+        if not r["sim_ms"]:
+            continue
+        for run, name in (("after learning", policy), ("cold", policy + " (cold)")):
+            if r["policy"] == name:
+                rows[(key(r), run)] = (float(r["sim_ms"]), float(r["gib_moved"] or "nan"))
+    return rows
+
+
+def geo(v):
+    return math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--policy", default="plb-heft")
+    ap.add_argument("--csv")
+    ap.add_argument("before")
+    ap.add_argument("after")
+    ap.add_argument("sets", nargs="*", default=["tuned", "untuned", "matrix-rest", "tiles-320"])
+    a = ap.parse_args()
+    best, dmdas = starpu_best()
+    pairs = []
+    for s in a.sets:
+        b, n = ours(os.path.join(a.before, s), a.policy), ours(os.path.join(a.after, s), a.policy)
+        for (k, run), (ms, gib) in sorted(n.items()):
+            if (k, run) not in b or k not in best:
+                sys.exit(f"no before row or StarPU row for {k} ({run}) in set {s}")
+            pairs.append((s, k, run, best[k], dmdas.get(k), b[(k, run)], (ms, gib)))
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["set", "machine", "case", "n", "tile", "run", "starpu_best",
+                        "starpu_best_ms", "dmdas_gib", "before_ms", "before_ratio",
+                        "before_gib", "after_ms", "after_ratio", "after_gib"])
+            for s, k, run, (bp, bms), dg, (b_ms, b_g), (n_ms, n_g) in pairs:
+                w.writerow([s, *k, run, bp, f"{bms:g}", "" if dg is None else f"{dg:g}",
+                            f"{b_ms:g}", f"{b_ms / bms:.3f}", f"{b_g:g}",
+                            f"{n_ms:g}", f"{n_ms / bms:.3f}", f"{n_g:g}"])
+    print("| pairs | run | count | before: geometric mean, largest, above 1.03 "
+          "| after | bytes over dmdas's, before | after |")
+    print("| --- | --- | ---: | --- | --- | ---: | ---: |")
+    for label in [*a.sets, "all"]:
+        for run in ("after learning", "cold"):
+            sel = [p for p in pairs if p[2] == run and label in (p[0], "all")]
+            if not sel:
+                continue
+            cells = []
+            for i in (5, 6):
+                r = [p[i][0] / p[3][1] for p in sel]
+                cells.append(f"{geo(r):.3f}, {max(r):.3f}, {sum(x > 1.03 for x in r)}")
+            bytes_ = [p for p in sel if p[1][1] != "gemm" and p[4]]
+            gb = [geo([p[i][1] / p[4] for p in bytes_]) for i in (5, 6)]
+            print(f"| {label} | {run} | {len(sel)} | {cells[0]} | {cells[1]} "
+                  f"| {gb[0]:.3f} | {gb[1]:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
