@@ -18,8 +18,9 @@
 //!   times from StarPU's sampled bus model, bytes written per memory node),
 //!   takes our models' predictions (the models lock only), for `plb-heft`
 //!   ranks each task by the longest chain of work below it (the graph
-//!   StarPU knows, walked only where no rank is kept:
-//!   [`plb_core::dag::rank`]), runs HEFT or DADA, prefetches each task's input to its worker's memory node, and
+//!   StarPU knows, in the context, walked only where no rank is kept:
+//!   [`plb_core::dag::rank`]), runs HEFT or DADA, prefetches each task's
+//!   input to its worker's memory node, and
 //!   hands the placement to the next step, which queues it on the workers'
 //!   lines. The last step gives the worker its line's next task (highest
 //!   priority first, ready data first) or one it steals.

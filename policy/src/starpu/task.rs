@@ -378,9 +378,10 @@ impl TaskRef<'_> {
 }
 
 /// The task graph below tasks the policy holds, as StarPU knows it (the
-/// successors submitted so far). Only those tasks and the successors this
-/// view returned can be asked about: none of them can have completed (a
-/// task completes after all its predecessors, and the roots are held).
+/// successors submitted so far, in the same scheduling context). Only
+/// those tasks and the successors this view returned can be asked about:
+/// none of them can have completed (a task completes after all its
+/// predecessors, and the roots are held).
 pub struct GraphBelow<'a> {
     known: std::collections::HashSet<usize>,
     _held: PhantomData<&'a [Task]>,
@@ -404,7 +405,9 @@ impl<'a> GraphBelow<'a> {
 
     /// The successors of task `id` that go through a scheduler (StarPU's
     /// `starpu_task_get_task_scheduled_succs`: no codelet-less or
-    /// explicitly placed tasks); empty for an id this view did not give.
+    /// explicitly placed tasks) in `id`'s scheduling context (so through
+    /// this policy, whose `post_exec` sees them complete); empty for an id
+    /// this view did not give.
     pub fn successors(&mut self, id: usize) -> Vec<usize> {
         let Some(raw) = self.raw(id) else {
             return Vec::new();
@@ -433,10 +436,15 @@ impl<'a> GraphBelow<'a> {
             }
             out = vec![std::ptr::null_mut(); room * 2];
         }
+        // SAFETY: `raw` and each non-null successor are live tasks (see the
+        // type's documentation); only their context field is read.
+        let ctx_of = |p: NonNull<sys::starpu_task>| unsafe { TaskRef::from_raw(p) }.sched_ctx();
+        let ctx = ctx_of(raw);
         let ids: Vec<usize> = out
             .into_iter()
-            .filter(|p| !p.is_null())
-            .map(|p| p as usize)
+            .filter_map(NonNull::new)
+            .filter(|&p| ctx_of(p) == ctx)
+            .map(|p| p.as_ptr() as usize)
             .collect();
         self.known.extend(&ids);
         ids
