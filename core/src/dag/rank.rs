@@ -13,8 +13,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-/// At most this many ranks are kept; past it the store starts afresh (a
-/// few MiB at most).
+/// The store's bound: a walk reaches at most this many tasks, and a store
+/// holding this many starts afresh at the next [`UpwardRanks::forget`]
+/// (so at most twice this many ranks, a few MiB, are ever kept).
 pub const RANKS_CAP: usize = 1 << 17;
 
 /// A task reached by a walk and not ranked yet, with its successors.
@@ -36,16 +37,6 @@ impl UpwardRanks {
     /// The rank of `id`, if it was settled and not forgotten.
     pub fn rank(&self, id: usize) -> Option<f64> {
         self.rank.get(&id).copied()
-    }
-
-    /// How many ranks are kept.
-    pub fn len(&self) -> usize {
-        self.rank.len()
-    }
-
-    /// Whether no rank is kept.
-    pub fn is_empty(&self) -> bool {
-        self.rank.is_empty()
     }
 
     /// Forgets completed tasks; everything when the store is full.
