@@ -11,7 +11,9 @@ is the fastest of StarPU's policies (rows with ours=false, warm) over every
 simgrid.csv under results/simgrid-study/; `dmdas`'s bytes come from the
 same rows. Prints geometric mean, largest and pairs above 1.03 of the
 ratio to StarPU's best, and the bytes over `dmdas`'s (Cholesky and LU),
-per set and over all, after learning and cold; --csv writes every pair.
+per set and over all, after learning and cold; --csv writes every pair;
+--plot PNG draws every pair's ratio after learning, before and after
+(gnuplot).
 """
 
 import argparse
@@ -19,7 +21,9 @@ import csv
 import glob
 import math
 import os
+import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 STUDY = os.path.join(ROOT, "results", "simgrid-study")
@@ -64,6 +68,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--policy", default="plb-heft")
     ap.add_argument("--csv")
+    ap.add_argument("--plot", help="PNG of every pair's ratio after learning")
     ap.add_argument("before")
     ap.add_argument("after")
     ap.add_argument("sets", nargs="*", default=["tuned", "untuned", "matrix-rest", "tiles-320"])
@@ -86,6 +91,8 @@ def main():
                 w.writerow([s, *k, run, bp, f"{bms:g}", "" if dg is None else f"{dg:g}",
                             f"{b_ms:g}", f"{b_ms / bms:.3f}", f"{b_g:g}",
                             f"{n_ms:g}", f"{n_ms / bms:.3f}", f"{n_g:g}"])
+    if a.plot:
+        plot(pairs, a.plot)
     print("| pairs | run | count | before: geometric mean, largest, above 1.03 "
           "| after | bytes over dmdas's, before | after |")
     print("| --- | --- | ---: | --- | --- | ---: | ---: |")
@@ -102,6 +109,33 @@ def main():
             gb = [geo([p[i][1] / p[4] for p in bytes_]) for i in (5, 6)]
             print(f"| {label} | {run} | {len(sel)} | {cells[0]} | {cells[1]} "
                   f"| {gb[0]:.3f} | {gb[1]:.3f} |")
+
+
+def plot(pairs, png):
+    """Each pair's ratio to StarPU's best after learning, before and after,
+    grouped by case and sorted by the ratio after."""
+    warm = [p for p in pairs if p[2] == "after learning"]
+    warm.sort(key=lambda p: (p[1][1], p[6][0] / p[3][1]))
+    with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as f:
+        for i, p in enumerate(warm):
+            label = f"{p[1][0]} {p[1][1]} {p[1][2]}/{p[1][3]}".replace(" ", "_")
+            f.write(f"{i} {p[5][0] / p[3][1]:.4f} {p[6][0] / p[3][1]:.4f} {label}\n")
+        data = f.name
+    script = f"""set terminal pngcairo size 1400,600 font ',9'
+set output '{png}'
+set termoption noenhanced
+set title 'Each pair of the study after learning: before (circles) and after (dots) the change'
+set ylabel 'makespan / StarPU best (SIMULATED)'
+set xtics rotate by 90 right font ',7'
+set grid ytics
+set key top left
+set yrange [0.85:1.15]
+plot '{data}' using 1:2:xtic(4) with points pt 6 ps 1.2 title 'before', \\
+     '' using 1:3 with points pt 7 ps 1.0 title 'after', \\
+     1.03 with lines dt 2 lc rgb 'red' title '1.03', 1 with lines lc rgb 'black' notitle
+"""
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    os.unlink(data)
 
 
 if __name__ == "__main__":
