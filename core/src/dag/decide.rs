@@ -553,7 +553,7 @@ pub fn decide<T: GraphTask>(
             priority: task.priority(),
             slack_s: match ranks.get(k) {
                 Some(&r) => area_s - r,
-                _ => f64::INFINITY,
+                None => f64::INFINITY,
             },
         });
         graph_meta.push(task);
