@@ -73,7 +73,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use plb_core::balance::WorkerKind;
 use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
-use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
+use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, Window, pop_own};
 use plb_core::dag::lines::Placed;
 use plb_core::dag::rank::{RANKS_CAP, UpwardRanks};
 use plb_core::fit::FitConfig;
@@ -145,6 +145,9 @@ pub struct DagPolicy {
     done: Mutex<Option<Vec<usize>>>,
     /// Whether placements need the tasks' upward ranks (HEFT's slack).
     ranked: bool,
+    /// The lines' bound (`plb-heft`'s `PLB_HEFT_WINDOW`), as the scheduler
+    /// has it: a pop from a full line reports the room it made.
+    window: Option<Window>,
     /// Tasks held by the scheduler (ready and deferred; the lines count
     /// theirs in `lines`), members, idle flags, timers (batch placements
     /// and refits).
@@ -339,10 +342,13 @@ impl SchedPolicy for DagPolicy {
             (e.method)(tuning.dada_alpha, tuning.dada_eps)
         });
         let n = WorkerId::max_workers();
+        let mut sched = GraphSched::new(n);
+        let window = tuning.heft_window.filter(|_| method == Method::Heft);
+        sched.set_window(window);
         DagPolicy {
             name: info.name(),
             method,
-            state: Mutex::new(GraphSched::new(n)),
+            state: Mutex::new(sched),
             lines: LockedLines::new(n),
             due: AtomicBool::new(false),
             own_line_pops: AtomicU64::new(0),
@@ -350,6 +356,7 @@ impl SchedPolicy for DagPolicy {
             ranks: Mutex::new(UpwardRanks::default()),
             done: Mutex::new(Some(Vec::new())),
             ranked: method == Method::Heft,
+            window,
             g: Gauges::new(n),
         }
     }
@@ -418,11 +425,20 @@ impl SchedPolicy for DagPolicy {
             let t0 = self.g.held.start();
             let own = self
                 .lines
-                .with_own(w, |q, cpu| pop_own(q, cpu, node, now))
+                .with_own(w, |q, cpu| {
+                    pop_own(q, cpu, node, now).map(|(t, n)| (t, n, cpu))
+                })
                 .flatten();
             self.g.held.stop(t0);
-            if let Some(task) = own {
+            if let Some((task, before, cpu)) = own {
                 self.own_line_pops.fetch_add(1, Ordering::Relaxed);
+                if self.window.is_some_and(|win| before >= win.cap(cpu)) {
+                    // A full line made room: tasks held for it are placed
+                    // again (under `state`, after the line's lock).
+                    let mut st = relaxed_lock(&self.state);
+                    wake.extend(ids(st.took_own(w, before, &self.g.idle)));
+                    self.publish(&st);
+                }
                 return hand_over(task, worker, wake);
             }
         }
@@ -448,7 +464,7 @@ impl SchedPolicy for DagPolicy {
                     let placed = self
                         .g
                         .work
-                        .time(|| catch_unwind(AssertUnwindSafe(|| self.place(batch))));
+                        .time(|| catch_unwind(AssertUnwindSafe(|| self.place(*batch))));
                     back = Some(placed.unwrap_or_else(|_| {
                         log::error!(
                             "{}: placing a batch panicked; its tasks went to capable workers directly",
@@ -488,6 +504,7 @@ impl SchedPolicy for DagPolicy {
         let kind = {
             let mut st = relaxed_lock(&self.state);
             st.finished(w, task.addr(), now, &self.lines);
+            self.publish(&st);
             st.kind_of(w)
         };
         let Some(secs) = ran_s.filter(|s| s.is_finite() && *s > 0.0) else {

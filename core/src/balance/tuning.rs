@@ -11,6 +11,7 @@
 use std::fmt;
 
 use super::{AcostaConfig, HdssConfig, PlbHacConfig, PlbHecConfig};
+use crate::dag::graph::Window;
 use crate::solve::Primary;
 
 /// Kind of a processing unit (a StarPU worker's type), for per-kind
@@ -125,12 +126,20 @@ pub struct Tuning {
     pub dada_alpha: f64,
     /// `PLB_DADA_EPS`: relative precision of DADA's binary search.
     pub dada_eps: f64,
+    /// `PLB_HEFT_WINDOW`: most tasks `plb-heft` queues on a line (`None`:
+    /// every ready task is placed at once).
+    pub heft_window: Option<Window>,
 }
 
 /// Default of `PLB_DADA_ALPHA` (see `docs/balancers.md`, "Task graphs").
 pub const DADA_ALPHA: f64 = 0.5;
 /// Default of `PLB_DADA_EPS`.
 pub const DADA_EPS: f64 = 0.01;
+/// Default of `PLB_HEFT_WINDOW` (see `docs/balancers.md`, "Task graphs").
+pub const HEFT_WINDOW: Window = Window {
+    accelerator: 60,
+    cpu: 4,
+};
 
 impl Default for Tuning {
     fn default() -> Self {
@@ -148,6 +157,7 @@ impl Default for Tuning {
             min_block: MinBlock::uniform(hac.min_block),
             dada_alpha: DADA_ALPHA,
             dada_eps: DADA_EPS,
+            heft_window: Some(HEFT_WINDOW),
         }
     }
 }
@@ -233,7 +243,27 @@ pub const VARIABLES: &[Variable] = &[
         default: "0.01",
         meaning: "dada, dada-cp: relative precision of the binary search on the makespan guess",
     },
+    Variable {
+        name: "PLB_HEFT_WINDOW",
+        accepted: "`ACC:CPU` (integers >= 1), or `off`",
+        default: "60:4",
+        meaning: "plb-heft: most tasks queued on an accelerator's line and on a CPU worker's; the other ready tasks wait, highest priority placed first (`off`: all placed at once)",
+    },
 ];
+
+/// `PLB_HEFT_WINDOW`'s value: `Some(None)` for `off`.
+fn parse_window(v: &str) -> Option<Option<Window>> {
+    let v = v.trim();
+    if v == "off" {
+        return Some(None);
+    }
+    let (a, c) = v.split_once(':')?;
+    let count = |s: &str| s.trim().parse::<usize>().ok().filter(|&n| n >= 1);
+    Some(Some(Window {
+        accelerator: count(a)?,
+        cpu: count(c)?,
+    }))
+}
 
 /// An invalid variable: its name, the value and what is accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -376,6 +406,13 @@ impl Tuning {
         }
         if let Some(v) = var("PLB_DADA_EPS") {
             t.dada_eps = number("PLB_DADA_EPS", &v, |x| x > 0.0 && x <= 0.5)?;
+        }
+        if let Some(v) = var("PLB_HEFT_WINDOW") {
+            t.heft_window = parse_window(&v).ok_or_else(|| TuningError {
+                name: "PLB_HEFT_WINDOW",
+                value: v.clone(),
+                accepted: accepted("PLB_HEFT_WINDOW"),
+            })?;
         }
         if let Some(v) = var("PLB_SOLVER") {
             t.solver = Some(match v.trim().to_ascii_lowercase().as_str() {
@@ -550,6 +587,9 @@ mod tests {
             ("PLB_DADA_ALPHA", "-0.1"),
             ("PLB_DADA_EPS", "0"),
             ("PLB_DADA_EPS", "0.9"),
+            ("PLB_HEFT_WINDOW", "60"),
+            ("PLB_HEFT_WINDOW", "0:4"),
+            ("PLB_HEFT_WINDOW", "60:x"),
         ];
         for (name, value) in cases {
             let e = with(&[(name, value)]).unwrap_err();
@@ -573,6 +613,21 @@ mod tests {
         let t = with(&[("PLB_DADA_ALPHA", "1")]).unwrap();
         assert_eq!((t.dada_alpha, t.dada_eps), (1.0, DADA_EPS));
         assert_eq!(Tuning::default().dada_alpha, DADA_ALPHA);
+    }
+
+    #[test]
+    fn heft_window() {
+        assert_eq!(Tuning::default().heft_window, Some(HEFT_WINDOW));
+        let t = with(&[("PLB_HEFT_WINDOW", "off")]).unwrap();
+        assert_eq!(t.heft_window, None);
+        let t = with(&[("PLB_HEFT_WINDOW", " 30 : 2 ")]).unwrap();
+        assert_eq!(
+            t.heft_window,
+            Some(Window {
+                accelerator: 30,
+                cpu: 2
+            })
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::lines::Placed;
-use super::{Affinity, DagTask, DagWorker, Method, place};
+use super::{Affinity, DagTask, DagWorker, HELD, Method, place};
 use crate::balance::WorkerKind;
 use crate::taskmode::placement::{Candidate, ModelBook, RefitJob, choose};
 
@@ -68,6 +68,8 @@ pub struct Batch<T> {
     /// Each task's upward rank ([`super::rank`]), when the caller walked
     /// the graph (empty otherwise: every slack is infinite).
     pub ranks: Vec<f64>,
+    /// Tasks each member's line may still take (empty: unbounded).
+    pub room: Vec<usize>,
 }
 
 /// The runtime's view of one task: the implementation each member would
@@ -100,6 +102,9 @@ pub struct Decided<T> {
     /// worker with a prediction has tasks queued and would make them wait
     /// longer than they run (see [`decide`]).
     pub deferred: Vec<T>,
+    /// Tasks whose best worker's line has no room (in batch order): they
+    /// wait for room ([`super::graph`]).
+    pub held: Vec<T>,
 }
 
 impl<T> Decided<T> {
@@ -109,6 +114,7 @@ impl<T> Decided<T> {
             decisions: Vec::new(),
             stranded: Vec::new(),
             deferred: Vec::new(),
+            held: Vec::new(),
         }
     }
 }
@@ -474,6 +480,7 @@ pub fn decide<T: GraphTask>(
         rotate,
         outstanding,
         ranks,
+        room,
     } = batch;
     // What is left to run, spread over every member: the outstanding
     // tasks at the mean area. A task's slack is that less its rank.
@@ -563,16 +570,25 @@ pub fn decide<T: GraphTask>(
         .zip(loads)
         .zip(by_priority)
         .zip(inbound)
-        .map(|(((m, load_s), queued_by_priority), inbound)| DagWorker {
-            kind: m.kind,
-            node: m.node,
-            load_s,
-            queued_by_priority,
-            inbound,
-        })
+        .enumerate()
+        .map(
+            |(i, (((m, load_s), queued_by_priority), inbound))| DagWorker {
+                kind: m.kind,
+                node: m.node,
+                load_s,
+                queued_by_priority,
+                inbound,
+                room: room.get(i).copied().unwrap_or(usize::MAX),
+            },
+        )
         .collect();
     let at = place(method, &graph_tasks, &workers);
+    let mut held = Vec::new();
     for ((task, info), m) in graph_meta.into_iter().zip(graph_tasks).zip(at) {
+        if m == HELD {
+            held.push(task);
+            continue;
+        }
         // Every task passed has a capable member with a prediction.
         let m = if m < members.len() {
             m
@@ -621,6 +637,7 @@ pub fn decide<T: GraphTask>(
         decisions,
         stranded,
         deferred,
+        held,
     }
 }
 
@@ -649,6 +666,7 @@ mod tests {
             rotate: 0,
             outstanding: 0,
             ranks: Vec::new(),
+            room: Vec::new(),
         }
     }
 

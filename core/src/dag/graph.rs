@@ -27,6 +27,7 @@ use std::collections::VecDeque;
 use super::concurrent_share;
 use super::decide::{Batch, Decided, GraphTask, Member};
 use super::lines::{Line, Placed, steal_placed};
+use super::ready::ReadyList;
 use crate::balance::WorkerKind;
 use crate::sleepers::Sleepers;
 use crate::worker_queues::QueueSet;
@@ -44,7 +45,7 @@ pub const ACTIVATIONS_PER_POP: usize = 4;
 /// lock in the adapter); a worker may take its own line's next task with
 /// [`pop_own`] holding its line alone.
 pub struct GraphSched<T> {
-    ready: VecDeque<T>,
+    ready: ReadyList<T>,
     members: Vec<Member>,
     /// A worker is placing a batch (taken out of `ready`).
     activating: bool,
@@ -55,6 +56,8 @@ pub struct GraphSched<T> {
     waiting: VecDeque<T>,
     /// Tasks deferred so far (a task deferred twice counts twice).
     deferrals: u64,
+    /// Tasks held back for room so far (each time counts).
+    held_for_room: u64,
     /// Per worker id: the member's kind (`None`: not a member). A CPU
     /// worker runs one task at a time.
     kinds: Vec<Option<WorkerKind>>,
@@ -71,6 +74,36 @@ pub struct GraphSched<T> {
     /// the last batch was taken: the transfers a steal's transfer is
     /// counted beside.
     inbound_seen: usize,
+    /// Most tasks a line holds, when placement waits for room
+    /// ([`GraphSched::set_window`]).
+    window: Option<Window>,
+    /// The last placement held tasks back for want of room: nothing is
+    /// placed until a task arrives or completes.
+    blocked: bool,
+    /// A task arrived or completed, or a full line made room, since the
+    /// last batch was taken: held tasks of that batch may find room at
+    /// once.
+    stirred: bool,
+    /// Each member's line length when the last batch was taken (lines
+    /// only shrink while a batch is placed).
+    taken_lens: Vec<(usize, usize)>,
+}
+
+/// How many tasks a line may hold before placement waits for room: the
+/// ready tasks wait in the ready list, highest priority placed first.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    /// An accelerator's line.
+    pub accelerator: usize,
+    /// A CPU worker's line.
+    pub cpu: usize,
+}
+
+impl Window {
+    /// The bound of a CPU worker's line (`cpu`) or an accelerator's.
+    pub fn cap(&self, cpu: bool) -> usize {
+        if cpu { self.cpu } else { self.accelerator }
+    }
 }
 
 /// What one pop has done so far.
@@ -85,7 +118,7 @@ pub enum GraphStep<T> {
     /// Wake these workers (the idle ones the last placement gave tasks)
     /// and place this batch without the lock ([`super::decide`]), then
     /// step again with the result.
-    Place(Batch<T>, Vec<usize>),
+    Place(Box<Batch<T>>, Vec<usize>),
     /// The worker's task; wake these workers after unlocking.
     Task(T, Vec<usize>),
     /// No task; wake these workers after unlocking (possibly the asking
@@ -97,18 +130,35 @@ impl<T: GraphTask> GraphSched<T> {
     /// A scheduler for worker ids below `max_workers`.
     pub fn new(max_workers: usize) -> GraphSched<T> {
         GraphSched {
-            ready: VecDeque::new(),
+            ready: ReadyList::new(),
             members: Vec::new(),
             activating: false,
             stranded: Vec::new(),
             waiting: VecDeque::new(),
             deferrals: 0,
+            held_for_room: 0,
             kinds: vec![None; max_workers],
             completions: 0,
             released_at: vec![(0, 0); max_workers],
             rotate: 0,
             inbound_seen: 0,
+            window: None,
+            blocked: false,
+            stirred: false,
+            taken_lens: Vec::new(),
         }
+    }
+
+    /// Something changed that may give held tasks room.
+    fn unblock(&mut self) {
+        self.blocked = false;
+        self.stirred = true;
+    }
+
+    /// Bounds each line (`None`: every ready task is placed at once).
+    pub fn set_window(&mut self, window: Option<Window>) {
+        self.window = window;
+        self.ready.set_by_priority(window.is_some());
     }
 
     /// Tasks held here (ready and deferred; not the stranded ones, not
@@ -121,7 +171,17 @@ impl<T: GraphTask> GraphSched<T> {
     /// the scheduler's lock ([`GraphSched::pop_step`]) rather than only
     /// its line ([`pop_own`]).
     pub fn placing_due(&self) -> bool {
-        !self.ready.is_empty() && !self.activating && !self.members.is_empty()
+        !self.ready.is_empty() && !self.activating && !self.members.is_empty() && !self.blocked
+    }
+
+    /// The lines' bound, if any.
+    pub fn window(&self) -> Option<Window> {
+        self.window
+    }
+
+    /// Tasks held back for room so far (a task held twice counts twice).
+    pub fn held_for_room(&self) -> u64 {
+        self.held_for_room
     }
 
     /// Tasks deferred so far (see [`super::decide::decide`]).
@@ -136,6 +196,7 @@ impl<T: GraphTask> GraphSched<T> {
         if self.waiting.is_empty() {
             return Vec::new();
         }
+        self.unblock();
         self.release_waiting(self.waiting.len());
         self.one_to_place(sleepers)
     }
@@ -143,6 +204,9 @@ impl<T: GraphTask> GraphSched<T> {
     /// Moves the `n` oldest deferred tasks to the front of the ready list.
     fn release_waiting(&mut self, n: usize) {
         let n = n.min(self.waiting.len());
+        if n > 0 {
+            self.unblock();
+        }
         for t in self.waiting.drain(..n).rev() {
             self.ready.push_front(t);
         }
@@ -168,6 +232,7 @@ impl<T: GraphTask> GraphSched<T> {
         }
         let stranded = std::mem::take(&mut self.stranded);
         self.ready.extend(stranded);
+        self.unblock();
     }
 
     /// Workers left: their queued tasks go back to the ready list; returns
@@ -179,6 +244,7 @@ impl<T: GraphTask> GraphSched<T> {
         sleepers: &Sleepers,
     ) -> Vec<usize> {
         self.members.retain(|m| !workers.contains(&m.id));
+        self.unblock();
         for &w in workers {
             if let Some(k) = self.kinds.get_mut(w) {
                 *k = None;
@@ -210,6 +276,7 @@ impl<T: GraphTask> GraphSched<T> {
     /// it), unless a worker is placing a batch.
     pub fn push(&mut self, task: T, sleepers: &Sleepers) -> Vec<usize> {
         self.ready.push_back(task);
+        self.unblock();
         self.one_to_place(sleepers)
     }
 
@@ -218,9 +285,34 @@ impl<T: GraphTask> GraphSched<T> {
         if !self.placing_due() {
             return None;
         }
+        let room: Vec<usize> = match self.window {
+            None => Vec::new(),
+            Some(w) => self
+                .members
+                .iter()
+                .map(|m| {
+                    let cap = w.cap(m.kind == WorkerKind::Cpu);
+                    cap.saturating_sub(lines.glance(m.id).unwrap_or_default().len)
+                })
+                .collect(),
+        };
+        let mut n = self.ready.len().min(BATCH_MAX);
+        if self.window.is_some() {
+            let total: usize = room.iter().fold(0, |a, &r| a.saturating_add(r));
+            if total == 0 {
+                self.blocked = true;
+                return None;
+            }
+            n = n.min(total);
+        }
         self.activating = true;
-        let n = self.ready.len().min(BATCH_MAX);
-        let tasks: Vec<T> = self.ready.drain(..n).collect();
+        self.stirred = false;
+        self.taken_lens = self
+            .members
+            .iter()
+            .map(|m| (m.id, lines.glance(m.id).unwrap_or_default().len))
+            .collect();
+        let tasks: Vec<T> = self.ready.take(n);
         self.rotate = self.rotate.wrapping_add(1);
         let k = self.members.len();
         let (mut loads, mut queued, mut by_priority, mut inbound) = (
@@ -260,6 +352,7 @@ impl<T: GraphTask> GraphSched<T> {
             rotate: self.rotate,
             outstanding: 0,
             ranks: Vec::new(),
+            room,
         })
     }
 
@@ -270,6 +363,12 @@ impl<T: GraphTask> GraphSched<T> {
         lines: &impl QueueSet<Placed<T>>,
         sleepers: &Sleepers,
     ) -> Vec<usize> {
+        // A line that shrank while the batch was placed may have room for
+        // the tasks held.
+        let shrank = self
+            .taken_lens
+            .iter()
+            .any(|&(w, len)| lines.glance(w).unwrap_or_default().len < len);
         let mut wake = Vec::new();
         for d in decided.decisions {
             let w = d.worker;
@@ -292,6 +391,16 @@ impl<T: GraphTask> GraphSched<T> {
             }
             if sleepers.take(w) {
                 wake.push(w);
+            }
+        }
+        if !decided.held.is_empty() {
+            // Held until a line they wait for, full now, makes room
+            // (`note_taken`), or a task arrives or completes; unless that
+            // happened while they were placed.
+            self.blocked = !self.stirred && !shrank;
+            self.held_for_room += decided.held.len() as u64;
+            for t in decided.held.into_iter().rev() {
+                self.ready.push_front(t);
             }
         }
         self.deferrals += decided.deferred.len() as u64;
@@ -317,9 +426,47 @@ impl<T: GraphTask> GraphSched<T> {
         lines: &impl QueueSet<Placed<T>>,
     ) -> Option<T> {
         let cpu = self.kind_of(worker) == WorkerKind::Cpu;
-        if let Some(t) = lines.with(worker, |q| pop_own(q, cpu, node, now)).flatten() {
+        if let Some((t, before)) = lines.with(worker, |q| pop_own(q, cpu, node, now)).flatten() {
+            self.note_taken(cpu, before);
             return Some(t);
         }
+        let t = self.steal_for(worker, cpu, now, lines);
+        if t.is_some() {
+            // The victim's line may have been full.
+            self.note_taken(cpu, usize::MAX);
+        }
+        t
+    }
+
+    /// A task was taken from a line that held `before` tasks (`cpu`: a
+    /// CPU worker's): a full line made room, and tasks held for it are
+    /// looked at again.
+    fn note_taken(&mut self, cpu: bool, before: usize) {
+        if self.window.is_some_and(|w| before >= w.cap(cpu)) {
+            self.unblock();
+        }
+    }
+
+    /// `worker` took a task from its own line alone ([`pop_own`]), which
+    /// held `before` tasks: returns an idle worker to wake to place the
+    /// tasks held for room, if that made room.
+    pub fn took_own(&mut self, worker: usize, before: usize, sleepers: &Sleepers) -> Vec<usize> {
+        self.note_taken(self.kind_of(worker) == WorkerKind::Cpu, before);
+        if self.placing_due() {
+            self.one_to_place(sleepers)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// A task `worker` (its line empty) steals, if any.
+    fn steal_for(
+        &mut self,
+        worker: usize,
+        cpu: bool,
+        now: f64,
+        lines: &impl QueueSet<Placed<T>>,
+    ) -> Option<T> {
         // A stolen task runs for the thief's predicted time. Its transfer
         // counts as HEFT counts one beside the transfers under way
         // (StarPU's prediction assumes every accelerator transfers at
@@ -384,7 +531,7 @@ impl<T: GraphTask> GraphSched<T> {
             round.activations += 1;
             let mut wake = std::mem::take(&mut round.wake);
             wake.retain(|&x| x != worker);
-            return GraphStep::Place(batch, wake);
+            return GraphStep::Place(Box::new(batch), wake);
         }
         let task = self.next_for(worker, node, now, lines);
         if task.is_none() {
@@ -392,8 +539,9 @@ impl<T: GraphTask> GraphSched<T> {
         }
         let mut wake = std::mem::take(&mut round.wake);
         let mut again = false;
-        if !self.ready.is_empty() && !self.activating && !self.members.is_empty() {
-            // Tasks still waiting: an idle worker places them; with none
+        if self.placing_due() {
+            // Tasks still waiting (and not held for room): an idle worker
+            // places them; with none
             // idle and no task for this one, this worker pops again rather
             // than sleep (rule 3).
             let others = self.members.iter().map(|m| m.id);
@@ -436,13 +584,15 @@ impl<T: GraphTask> GraphSched<T> {
         lines: &impl QueueSet<Placed<T>>,
     ) {
         lines.with(worker, |q| q.finished(Some(id), now));
-        // Expected ends changed: a dry worker may place waiting tasks again.
+        // Expected ends changed: a dry worker may place waiting tasks again,
+        // and held tasks may find room.
         self.completions += 1;
+        self.unblock();
     }
 
     /// Takes every task held (at deinit; normally none), the lines' too.
     pub fn drain(&mut self, lines: &impl QueueSet<Placed<T>>) -> Vec<T> {
-        let mut out: Vec<T> = self.ready.drain(..).collect();
+        let mut out: Vec<T> = self.ready.take(usize::MAX);
         out.extend(self.waiting.drain(..));
         for w in 0..self.kinds.len() {
             let all = lines.with(w, |q| q.take_all()).unwrap_or_default();
@@ -456,12 +606,20 @@ impl<T: GraphTask> GraphSched<T> {
 /// `worker`'s next task from its own line alone (data on `node` first),
 /// with its expected end updated: the whole pop when the line has a task
 /// and no batch is due ([`GraphSched::placing_due`]), taken holding the
-/// line's lock only. `cpu`: the worker runs one task at a time. `None`:
-/// the line is empty; the pop goes on with [`GraphSched::pop_step`].
-pub fn pop_own<T: GraphTask>(line: &mut Line<T>, cpu: bool, node: usize, now: f64) -> Option<T> {
+/// line's lock only. `cpu`: the worker runs one task at a time. Returns
+/// the task and how many the line held before (the caller reports a full
+/// line's room: [`GraphSched::took_own`]); `None`: the line is empty, the
+/// pop goes on with [`GraphSched::pop_step`].
+pub fn pop_own<T: GraphTask>(
+    line: &mut Line<T>,
+    cpu: bool,
+    node: usize,
+    now: f64,
+) -> Option<(T, usize)> {
+    let before = line.len();
     let (p, est) = line.pop(|p| p.task.input_on_node(node))?;
     line.starting(Some(p.task.id()), est, now, cpu);
-    Some(p.task)
+    Some((p.task, before))
 }
 
 #[cfg(test)]
@@ -494,7 +652,7 @@ mod tests {
                 GraphStep::Place(batch, _) => {
                     let facts = batch.facts();
                     let costs = models.costs(&batch, &facts);
-                    back = Some(decide(Method::Heft, batch, facts, costs));
+                    back = Some(decide(Method::Heft, *batch, facts, costs));
                 }
                 GraphStep::Task(t, _) => return Some(t.id),
                 GraphStep::Empty(_) => return None,
@@ -509,6 +667,68 @@ mod tests {
             kind: WorkerKind::Cuda,
             node: id + 1,
         }
+    }
+
+    /// With a window, the ready tasks beyond the lines' room wait, highest
+    /// priority first; a task whose best worker's line is full is held
+    /// (the CPU idles rather than take what the GPU finishes sooner)
+    /// until that line makes room.
+    #[test]
+    fn tasks_wait_for_room_highest_priority_first() {
+        let sleepers = Sleepers::new(2, true);
+        let mut s = GraphSched::new(2);
+        s.set_window(Some(Window {
+            accelerator: 1,
+            cpu: 1,
+        }));
+        let cpu = Member {
+            id: 0,
+            kind: WorkerKind::Cpu,
+            node: 0,
+        };
+        s.add_workers(&[cpu, gpu_member(1)], &sleepers);
+        let lines: TileLines = PlainQueues::new(2);
+        let mut models = GraphModels::default();
+        // Codelet 1: 10 s on the CPU, 1 s on the GPU.
+        models.book.record_now(0, 1, 1.0, 10.0);
+        models.book.record_now(1, 1, 1.0, 1.0);
+        for (id, priority) in [(1, 0), (2, 0), (3, 7)] {
+            s.push(
+                Tile {
+                    id,
+                    codelet: 1,
+                    priority,
+                },
+                &sleepers,
+            );
+        }
+        // The GPU places 2 tasks (the room of both lines), the urgent one
+        // first: it takes task 3; task 1 would finish first on the GPU
+        // too, whose line is full: held.
+        assert_eq!(pop(&mut s, &lines, &mut models, &sleepers, 1), Some(3));
+        assert_eq!(queued(&lines, 0), 0);
+        assert_eq!((s.held(), s.held_for_room()), (2, 1));
+        // Taking task 3 from the full line made room.
+        assert!(s.placing_due());
+        // The CPU places tasks 1 and 2: task 1 on the GPU, task 2 held
+        // again; the CPU gets nothing.
+        assert_eq!(pop(&mut s, &lines, &mut models, &sleepers, 0), None);
+        assert_eq!((queued(&lines, 0), queued(&lines, 1)), (0, 1));
+        assert_eq!((s.held(), s.held_for_room()), (1, 2));
+        assert!(!s.placing_due(), "held until a line makes room");
+        // A completion (expected ends change) looks again.
+        s.finished(1, 3, 1.0, &lines);
+        assert!(s.placing_due());
+        // Without a window every ready task is placed at once.
+        let mut s = GraphSched::new(2);
+        s.add_workers(&[cpu, gpu_member(1)], &sleepers);
+        let lines: TileLines = PlainQueues::new(2);
+        for id in 1..=3 {
+            s.push(Tile::job(id), &sleepers);
+        }
+        assert_eq!(pop(&mut s, &lines, &mut models, &sleepers, 1), Some(1));
+        assert_eq!(s.held(), 0);
+        assert_eq!(queued(&lines, 0) + queued(&lines, 1), 2);
     }
 
     /// A batch says which lines hold a task placed with a transfer to

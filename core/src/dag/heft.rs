@@ -35,7 +35,7 @@
 //! docs/results.md, tenth round). Cost: O(n log n + n·w·p) for n tasks, w
 //! workers and p distinct priorities queued.
 
-use super::{Backlog, DagTask, DagWorker, by_speedup, concurrent_share};
+use super::{Backlog, DagTask, DagWorker, HELD, by_speedup, concurrent_share};
 
 /// Places the batch (see the module documentation); `usize::MAX` for a
 /// task no worker has a cost for.
@@ -46,6 +46,7 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
     let accelerators = workers.iter().filter(|w| w.is_accelerator()).count();
     let mut inbound: Vec<bool> = workers.iter().map(|w| w.inbound).collect();
     let mut coming = inbound.iter().filter(|&&b| b).count();
+    let mut room: Vec<usize> = workers.iter().map(|w| w.room).collect();
     let mut out = vec![usize::MAX; tasks.len()];
     for i in order {
         let t = &tasks[i];
@@ -69,6 +70,11 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
             })
             .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
         if let Some((w, _)) = best {
+            if room[w] == 0 {
+                out[i] = HELD;
+                continue;
+            }
+            room[w] = room[w].saturating_sub(1);
             out[i] = w;
             let c = t.cost_s[w].unwrap_or(0.0);
             lines[w].add(t.priority, c);
@@ -214,6 +220,25 @@ mod tests {
         let w = [cpu(0.0), g];
         t.priority = 0;
         assert_eq!(place(&[t], &w), vec![1]);
+    }
+
+    #[test]
+    fn a_task_whose_best_worker_has_no_room_is_held() {
+        // GPU 5x faster (5 s on the CPU, 1 s on the GPU), room for one
+        // task on its line: the first task takes it; the next two would
+        // finish first there too (2 and 3 s against 5): held, not sent to
+        // the CPU.
+        let mut w = [cpu(0.0), gpu(1, 0.0)];
+        w[1].room = 1;
+        let tasks: Vec<_> = (0..3).map(|_| task(&w, 5.0, 1.0)).collect();
+        assert_eq!(place(&tasks, &w), vec![1, HELD, HELD]);
+        // A task the CPU finishes first goes there, room or not on the GPU.
+        w[1].room = 0;
+        w[1].load_s = 4.5;
+        assert_eq!(place(&tasks[..1], &w), vec![0]);
+        // Without room on the CPU either, it is held too.
+        w[0].room = 0;
+        assert_eq!(place(&tasks[..1], &w), vec![HELD]);
     }
 
     #[test]

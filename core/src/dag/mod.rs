@@ -28,6 +28,7 @@ pub mod graph;
 pub mod heft;
 pub mod lines;
 pub mod rank;
+pub mod ready;
 
 use crate::balance::WorkerKind;
 
@@ -48,6 +49,9 @@ pub struct DagWorker {
     /// Whether its line holds a task placed with a predicted transfer to
     /// it: data may be on its way to its node.
     pub inbound: bool,
+    /// Tasks its line may still take ([`HELD`]: a task whose best worker
+    /// has none is held back); `usize::MAX` when unbounded.
+    pub room: usize,
 }
 
 impl DagWorker {
@@ -59,6 +63,7 @@ impl DagWorker {
             load_s,
             queued_by_priority: Vec::new(),
             inbound: false,
+            room: usize::MAX,
         }
     }
 
@@ -143,9 +148,13 @@ pub enum Method {
     },
 }
 
+/// A task held back by [`place`]: the worker it finishes first on has no
+/// room left ([`DagWorker::room`]).
+pub const HELD: usize = usize::MAX - 1;
+
 /// Places every task of a batch: returns, for each task, the index of its
-/// worker. Tasks with no known cost at all are given `usize::MAX` (callers
-/// place those themselves and should not pass them).
+/// worker, or [`HELD`]. Tasks with no known cost at all are given
+/// `usize::MAX` (callers place those themselves and should not pass them).
 pub fn place(method: Method, tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
     match method {
         Method::Heft => heft::place(tasks, workers),

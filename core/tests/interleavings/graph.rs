@@ -10,7 +10,7 @@
 use plb_core::balance::WorkerKind;
 use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
-use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
+use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, Window, pop_own};
 use plb_core::dag::lines::Placed;
 use plb_core::sleepers::Sleepers;
 use plb_core::worker_queues::{PlainQueues, QueueSet};
@@ -80,7 +80,8 @@ pub struct Graph {
 }
 
 impl Graph {
-    pub fn new(plan: &Plan, method: Method, own_line: OwnLine) -> Graph {
+    /// `window`: the lines' bound ([`GraphSched::set_window`]).
+    pub fn new(plan: &Plan, method: Method, own_line: OwnLine, window: Option<Window>) -> Graph {
         let nodes: Vec<usize> = (0..plan.workers).map(|w| usize::from(w == 0)).collect();
         let members: Vec<Member> = (0..plan.workers)
             .map(|w| Member {
@@ -94,6 +95,7 @@ impl Graph {
             })
             .collect();
         let mut sched = GraphSched::new(8);
+        sched.set_window(window);
         sched.add_workers(&members, &Sleepers::new(8, true));
         Graph {
             sched,
@@ -139,9 +141,20 @@ impl Side for Graph {
             // The adapter's first try: the worker's line alone.
             let cpu = self.sched.kind_of(w) == WorkerKind::Cpu;
             let node = self.nodes[w];
-            let found = self.lines.with(w, |q| pop_own(q, cpu, node, now));
+            let found = self.lines.with(w, |q| pop_own(q, cpu, node, now)).flatten();
+            // A full line's room is reported under the scheduler's lock
+            // (in the adapter, a second step of the same pop; its wake
+            // covers the workers that went to sleep in between).
+            let wake = match &found {
+                Some((_, before)) => self.sched.took_own(w, *before, sleepers),
+                None => Vec::new(),
+            };
             let (pops, locked) = (&mut self.own_pops, Placing::Locked);
-            return own_queue_step(found.flatten(), careless, w, sleepers, pops, locked);
+            let step = own_queue_step(found.map(|f| f.0), careless, w, sleepers, pops, locked);
+            return match step {
+                Step::Task(t, _) => Step::Task(t, wake),
+                other => other,
+            };
         }
         let back = back.and_then(|b| match b {
             Placing::Placed(d) => Some(d),
@@ -153,7 +166,7 @@ impl Side for Graph {
             .sched
             .pop_step(w, node, now, sleepers, round, back, lines)
         {
-            GraphStep::Place(batch, wake) => Step::Work(Placing::Batch(batch), wake),
+            GraphStep::Place(batch, wake) => Step::Work(Placing::Batch(*batch), wake),
             GraphStep::Task(t, wake) => {
                 self.locked_pops += 1;
                 Step::Task(t, wake)

@@ -16,6 +16,7 @@ use plb_core::taskmode::{CONSULTS_PER_POP, TaskModeCounters};
 
 use explorer::{explore, explore_reporting_all};
 use graph::{Graph, OwnLine};
+use plb_core::dag::graph::Window;
 use task_mode::{Protocol, TaskMode};
 
 /// Every interleaving reached, on every balancer task mode runs, loses no
@@ -62,31 +63,49 @@ fn task_mode_loses_no_task_and_no_worker() {
 /// without the lock by HEFT and DADA).
 #[test]
 fn task_graph_policies_lose_no_task_and_no_worker() {
+    // Lines bounded to 2 tasks on the accelerator and 1 on a CPU worker:
+    // tasks are held for room often.
+    let small = Some(Window {
+        accelerator: 2,
+        cpu: 1,
+    });
     let methods = [
-        Method::Heft,
-        Method::Dada {
-            alpha: 0.5,
-            eps: 0.05,
-            cp: false,
-        },
-        Method::Dada {
-            alpha: 0.5,
-            eps: 0.05,
-            cp: true,
-        },
+        (Method::Heft, None),
+        (Method::Heft, small),
+        (
+            Method::Dada {
+                alpha: 0.5,
+                eps: 0.05,
+                cp: false,
+            },
+            None,
+        ),
+        (
+            Method::Dada {
+                alpha: 0.5,
+                eps: 0.05,
+                cp: true,
+            },
+            None,
+        ),
     ];
-    for method in methods {
-        let make = |plan: &explorer::Plan| Graph::new(plan, method, OwnLine::Current);
+    for (method, window) in methods {
+        let make = |plan: &explorer::Plan| Graph::new(plan, method, OwnLine::Current, window);
         match explore(make, 0..300) {
-            Err((seed, e, log)) => panic!("{method:?}, seed {seed}: {e}\nlast actions: {log:#?}"),
+            Err((seed, e, log)) => {
+                panic!("{method:?} {window:?}, seed {seed}: {e}\nlast actions: {log:#?}")
+            }
             Ok((actions, sides)) => {
                 let deferrals: u64 = sides.iter().map(|s| s.sched.deferrals()).sum();
+                let held: u64 = sides.iter().map(|s| s.sched.held_for_room()).sum();
                 let own: u64 = sides.iter().map(|s| s.own_pops).sum();
                 let locked: u64 = sides.iter().map(|s| s.locked_pops).sum();
                 eprintln!(
-                    "{method:?}: {actions} actions, {deferrals} deferrals, \
-                     {own} own-line pops, {locked} locked pops"
+                    "{method:?} {window:?}: {actions} actions, {deferrals} deferrals, \
+                     {held} held for room, {own} own-line pops, {locked} locked pops"
                 );
+                // With a window, tasks are held for room (and only then).
+                assert_eq!(held > 0, window.is_some(), "{method:?} {window:?}: {held}");
                 // Tasks held back for a kind's first sample are reached,
                 // and pops take both paths (the own line alone, between
                 // any two actions under the scheduler's lock; the steps).
@@ -129,7 +148,7 @@ fn finds_the_lost_wakeup_of_the_old_consult_bound() {
 /// asleep).
 #[test]
 fn finds_a_careless_own_line_pop() {
-    let make = |plan: &explorer::Plan| Graph::new(plan, Method::Heft, OwnLine::Careless);
+    let make = |plan: &explorer::Plan| Graph::new(plan, Method::Heft, OwnLine::Careless, None);
     let (seed, e, _) = explore(make, 0..300)
         .err()
         .expect("a pop sleeping on its empty line was not caught");
