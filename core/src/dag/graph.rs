@@ -21,6 +21,17 @@
 //!   a worker's first sample of a codelet arrives
 //!   ([`GraphSched::model_learned`]), or a few at a time when a worker
 //!   finds its line empty.
+//! * **window** (`plb-heft`, [`GraphSched::set_window`]): each line holds
+//!   at most so many tasks; a batch is at most the lines' room, taken
+//!   from the ready list highest priority first ([`super::ready`]). A
+//!   task whose best worker's line is full is held (back to the ready
+//!   list, ahead of its priority's others) and no batch is taken until a
+//!   full line gives a task (its own worker's pop, reported by
+//!   [`GraphSched::took_own`] when it took it alone, or a steal), a task
+//!   arrives or completes, or deferred tasks are released. Lines only
+//!   shrink while a batch is placed: if one did, the tasks held are looked
+//!   at again at once (the room they wait for may be there already, and
+//!   no later pop of a full line would tell).
 
 use std::collections::VecDeque;
 
