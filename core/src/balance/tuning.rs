@@ -247,7 +247,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "PLB_HEFT_WINDOW",
         accepted: "`ACC:CPU` (integers >= 1), or `off`",
         default: "60:4",
-        meaning: "plb-heft: most tasks queued on an accelerator's line and on a CPU worker's; the other ready tasks wait, highest priority placed first (`off`: all placed at once)",
+        meaning: "plb-heft, in a context with an accelerator: most tasks queued on an accelerator's line and on a CPU worker's; the other ready tasks wait, highest priority placed first (`off`: all placed at once)",
     },
 ];
 

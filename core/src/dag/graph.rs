@@ -21,8 +21,8 @@
 //!   a worker's first sample of a codelet arrives
 //!   ([`GraphSched::model_learned`]), or a few at a time when a worker
 //!   finds its line empty.
-//! * **window** (`plb-heft`, [`GraphSched::set_window`]): each line holds
-//!   at most so many tasks; a batch is at most the lines' room, taken
+//! * **window** (`plb-heft`, [`GraphSched::set_window`]; in force when a
+//!   member is an accelerator): each line holds at most so many tasks; a batch is at most the lines' room, taken
 //!   from the ready list highest priority first ([`super::ready`]). A
 //!   task whose best worker's line is full is held (back to the ready
 //!   list, ahead of its priority's others) and no batch is taken until a
@@ -187,10 +187,10 @@ impl<T: GraphTask> GraphSched<T> {
 
     /// The lines' bound in force: the window, when a member is an
     /// accelerator. Among CPU workers alone it bounds the backlog HEFT
-    /// sees: with 2 CPU workers, one 4x slower (EMULATED), the slower one
-    /// was never the earliest finish and got 0 to 128 of 5984 tasks
-    /// (about 450 without the window), and runs took 0.6 to 2 times as
-    /// long (docs/results.md, eleventh round).
+    /// sees, and runs turned bimodal: with 2 CPU workers, one 4x slower
+    /// (EMULATED), the slower one got 0 to 188 of 5984 tasks in 8 runs of
+    /// 11 and about 2500 in the other 3, which took twice as long
+    /// (docs/results.md, eleventh round).
     fn windowed(&self) -> Option<Window> {
         self.window
             .filter(|_| self.members.iter().any(|m| m.kind != WorkerKind::Cpu))
