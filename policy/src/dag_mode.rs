@@ -68,12 +68,12 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use plb_core::balance::WorkerKind;
 use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
-use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, Window, pop_own};
+use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
 use plb_core::dag::lines::Placed;
 use plb_core::dag::rank::{RANKS_CAP, UpwardRanks};
 use plb_core::fit::FitConfig;
@@ -145,9 +145,11 @@ pub struct DagPolicy {
     done: Mutex<Option<Vec<usize>>>,
     /// Whether placements need the tasks' upward ranks (HEFT's slack).
     ranked: bool,
-    /// The lines' bound (`plb-heft`'s `PLB_HEFT_WINDOW`), as the scheduler
-    /// has it: a pop from a full line reports the room it made.
-    window: Option<Window>,
+    /// The lines' bound in force ([`GraphSched::windowed`]) as of the
+    /// last release of `state`, an accelerator's and a CPU worker's
+    /// (`usize::MAX`: none): an own-line pop from a full line reports the
+    /// room it made.
+    caps: [AtomicUsize; 2],
     /// Tasks held by the scheduler (ready and deferred; the lines count
     /// theirs in `lines`), members, idle flags, timers (batch placements
     /// and refits).
@@ -281,10 +283,14 @@ impl DagPolicy {
     }
 
     /// What pops read without `state` (the caller holds it): the tasks it
-    /// holds, and whether a batch is due.
+    /// holds, whether a batch is due, and the lines' bound in force.
     fn publish(&self, st: &GraphSched<Task>) {
         self.g.queued.store(st.held(), Ordering::Release);
         self.due.store(st.placing_due(), Ordering::Release);
+        let w = st.windowed();
+        for (cap, cpu) in self.caps.iter().zip([false, true]) {
+            cap.store(w.map_or(usize::MAX, |w| w.cap(cpu)), Ordering::Release);
+        }
     }
 
     /// Brings the members in line with the context's (see
@@ -343,8 +349,7 @@ impl SchedPolicy for DagPolicy {
         });
         let n = WorkerId::max_workers();
         let mut sched = GraphSched::new(n);
-        let window = tuning.heft_window.filter(|_| method == Method::Heft);
-        sched.set_window(window);
+        sched.set_window(tuning.heft_window.filter(|_| method == Method::Heft));
         DagPolicy {
             name: info.name(),
             method,
@@ -356,7 +361,7 @@ impl SchedPolicy for DagPolicy {
             ranks: Mutex::new(UpwardRanks::default()),
             done: Mutex::new(Some(Vec::new())),
             ranked: method == Method::Heft,
-            window,
+            caps: [AtomicUsize::new(usize::MAX), AtomicUsize::new(usize::MAX)],
             g: Gauges::new(n),
         }
     }
@@ -432,7 +437,7 @@ impl SchedPolicy for DagPolicy {
             self.g.held.stop(t0);
             if let Some((task, before, cpu)) = own {
                 self.own_line_pops.fetch_add(1, Ordering::Relaxed);
-                if self.window.is_some_and(|win| before >= win.cap(cpu)) {
+                if before >= self.caps[usize::from(cpu)].load(Ordering::Acquire) {
                     // A full line made room: tasks held for it are placed
                     // again (under `state`, after the line's lock).
                     let mut st = relaxed_lock(&self.state);

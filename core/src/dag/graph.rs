@@ -22,8 +22,9 @@
 //!   ([`GraphSched::model_learned`]), or a few at a time when a worker
 //!   finds its line empty.
 //! * **window** (`plb-heft`, [`GraphSched::set_window`]; in force when a
-//!   member is an accelerator): each line holds at most so many tasks; a batch is at most the lines' room, taken
-//!   from the ready list highest priority first ([`super::ready`]). A
+//!   member is an accelerator): each line holds at most so many tasks; a
+//!   batch is at most the lines' room, taken from the ready list highest
+//!   priority first ([`super::ready`]). A
 //!   task whose best worker's line is full is held (back to the ready
 //!   list, ahead of its priority's others) and no batch is taken until a
 //!   full line gives a task (its own worker's pop, reported by
@@ -88,8 +89,10 @@ pub struct GraphSched<T> {
     /// Most tasks a line holds, when placement waits for room
     /// ([`GraphSched::set_window`]).
     window: Option<Window>,
-    /// The last placement held tasks back for want of room: nothing is
-    /// placed until a task arrives or completes.
+    /// The last placement held tasks back for want of room: no batch is
+    /// taken until a full line gives a task, a task arrives or completes,
+    /// or deferred tasks are released (see [`GraphSched::unblock`]'s
+    /// callers).
     blocked: bool,
     /// A task arrived or completed, or a full line made room, since the
     /// last batch was taken: held tasks of that batch may find room at
@@ -185,13 +188,14 @@ impl<T: GraphTask> GraphSched<T> {
         !self.ready.is_empty() && !self.activating && !self.members.is_empty() && !self.blocked
     }
 
-    /// The lines' bound in force: the window, when a member is an
+    /// The lines' bound in force (what [`pop_own`]'s callers compare a
+    /// line's length with): the window, when a member is an
     /// accelerator. Among CPU workers alone it bounds the backlog HEFT
     /// sees, and runs turned bimodal: with 2 CPU workers, one 4x slower
     /// (EMULATED), the slower one got 0 to 188 of 5984 tasks in 8 runs of
     /// 11 and about 2500 in the other 3, which took twice as long
     /// (docs/results.md, eleventh round).
-    fn windowed(&self) -> Option<Window> {
+    pub fn windowed(&self) -> Option<Window> {
         self.window
             .filter(|_| self.members.iter().any(|m| m.kind != WorkerKind::Cpu))
     }
@@ -213,7 +217,6 @@ impl<T: GraphTask> GraphSched<T> {
         if self.waiting.is_empty() {
             return Vec::new();
         }
-        self.unblock();
         self.release_waiting(self.waiting.len());
         self.one_to_place(sleepers)
     }
@@ -559,9 +562,8 @@ impl<T: GraphTask> GraphSched<T> {
         let mut again = false;
         if self.placing_due() {
             // Tasks still waiting (and not held for room): an idle worker
-            // places them; with none
-            // idle and no task for this one, this worker pops again rather
-            // than sleep (rule 3).
+            // places them; with none idle and no task for this one, this
+            // worker pops again rather than sleep (rule 3).
             let others = self.members.iter().map(|m| m.id);
             match sleepers.wake_one(others, |m| m != worker) {
                 Some(m) => wake.push(m),
