@@ -179,7 +179,7 @@ pub struct DagEntry {
 pub const DAG_POLICIES: &[DagEntry] = &[
     DagEntry {
         name: "plb-heft",
-        summary: "task graphs: online HEFT (ready tasks by decreasing GPU speedup, each on the earliest finish incl. transfers, plus dmda's data penalty)",
+        summary: "task graphs: online HEFT (ready tasks by decreasing GPU speedup, each on the earliest finish incl. transfers, plus dmda's data penalty; with an accelerator, placed most urgent first as queues make room: PLB_HEFT_WINDOW)",
         method: |_, _| Method::Heft,
     },
     DagEntry {
