@@ -146,7 +146,7 @@ pub struct DagPolicy {
     /// Whether placements need the tasks' upward ranks (HEFT's slack).
     ranked: bool,
     /// The lines' bound in force ([`GraphSched::windowed`]) as of the
-    /// last release of `state`, an accelerator's and a CPU worker's
+    /// last change of members, an accelerator's and a CPU worker's
     /// (`usize::MAX`: none): an own-line pop from a full line reports the
     /// room it made.
     caps: [AtomicUsize; 2],
@@ -283,10 +283,15 @@ impl DagPolicy {
     }
 
     /// What pops read without `state` (the caller holds it): the tasks it
-    /// holds, whether a batch is due, and the lines' bound in force.
+    /// holds, and whether a batch is due.
     fn publish(&self, st: &GraphSched<Task>) {
         self.g.queued.store(st.held(), Ordering::Release);
         self.due.store(st.placing_due(), Ordering::Release);
+    }
+
+    /// The lines' bound in force, for pops to read without `state` (the
+    /// caller holds it); it changes only with the members.
+    fn publish_caps(&self, st: &GraphSched<Task>) {
         let w = st.windowed();
         for (cap, cpu) in self.caps.iter().zip([false, true]) {
             cap.store(w.map_or(usize::MAX, |w| w.cap(cpu)), Ordering::Release);
@@ -387,6 +392,7 @@ impl SchedPolicy for DagPolicy {
         st.add_workers(&joined, &self.g.idle);
         self.g.members.store(st.members().len(), Ordering::Release);
         self.publish(&st);
+        self.publish_caps(&st);
     }
 
     fn remove_workers(&self, _ctx: SchedCtx, workers: &[WorkerId]) -> Vec<WorkerId> {
@@ -395,6 +401,7 @@ impl SchedPolicy for DagPolicy {
         let wake = st.remove_workers(&gone, &self.lines, &self.g.idle);
         self.g.members.store(st.members().len(), Ordering::Release);
         self.publish(&st);
+        self.publish_caps(&st);
         drop(st);
         ids(wake)
     }

@@ -42,7 +42,7 @@ use super::lines::{Line, Placed, steal_placed};
 use super::ready::ReadyList;
 use crate::balance::WorkerKind;
 use crate::sleepers::Sleepers;
-use crate::worker_queues::QueueSet;
+use crate::worker_queues::{Glance, QueueSet};
 
 /// Most ready tasks one activation places (the rest wait for the next).
 pub const BATCH_MAX: usize = 512;
@@ -305,16 +305,21 @@ impl<T: GraphTask> GraphSched<T> {
         if !self.placing_due() {
             return None;
         }
+        // Each line as its last holder left it, read once for the room,
+        // the lengths kept and the batch's view.
+        let glances: Vec<Glance> = self
+            .members
+            .iter()
+            .map(|m| lines.glance(m.id).unwrap_or_default())
+            .collect();
         let window = self.windowed();
         let room: Vec<usize> = match window {
             None => Vec::new(),
             Some(w) => self
                 .members
                 .iter()
-                .map(|m| {
-                    let cap = w.cap(m.kind == WorkerKind::Cpu);
-                    cap.saturating_sub(lines.glance(m.id).unwrap_or_default().len)
-                })
+                .zip(&glances)
+                .map(|(m, g)| w.cap(m.kind == WorkerKind::Cpu).saturating_sub(g.len))
                 .collect(),
         };
         let mut n = self.ready.len().min(BATCH_MAX);
@@ -331,7 +336,8 @@ impl<T: GraphTask> GraphSched<T> {
         self.taken_lens = self
             .members
             .iter()
-            .map(|m| (m.id, lines.glance(m.id).unwrap_or_default().len))
+            .zip(&glances)
+            .map(|(m, g)| (m.id, g.len))
             .collect();
         let tasks: Vec<T> = self.ready.take(n);
         self.rotate = self.rotate.wrapping_add(1);
@@ -342,8 +348,7 @@ impl<T: GraphTask> GraphSched<T> {
             Vec::with_capacity(k),
             Vec::with_capacity(k),
         );
-        for m in &self.members {
-            let g = lines.glance(m.id).unwrap_or_default();
+        for (m, g) in self.members.iter().zip(&glances) {
             loads.push(g.load_s(now));
             queued.push(g.len);
             // The split by priority, and whether data is on its way, are

@@ -44,8 +44,8 @@
 
 use super::{Backlog, DagTask, DagWorker, HELD, by_speedup, concurrent_share};
 
-/// Places the batch (see the module documentation); `usize::MAX` for a
-/// task no worker has a cost for.
+/// Places the batch (see the module documentation); [`HELD`] for a task
+/// held for room, `usize::MAX` for a task no worker has a cost for.
 pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
     let mut lines: Vec<Backlog> = workers.iter().map(Backlog::of).collect();
     let mut order: Vec<usize> = (0..tasks.len()).collect();
