@@ -306,6 +306,7 @@ impl DivisibleRun {
             total,
             tuning: &tuning,
             kinds: Some(&kinds),
+            unit_s: None,
         })?;
         DivisibleRun::with_balancer(total, workers, spec, tuning, kinds, clock, balancer)
     }
@@ -347,8 +348,10 @@ impl DivisibleRun {
     /// balancer, continuing from what this one learned (the next pass of an
     /// iterative application such as k-means): PLB-HAC keeps its sample
     /// stores and, once every worker has a model, skips the training
-    /// ([`plb_core::balance::PlbHac::resume`]); the other balancers start
-    /// afresh (their algorithms define no carry-over). Call it once this
+    /// ([`plb_core::balance::PlbHac::resume`]); PLB-HeC, Acosta and Static
+    /// also carry over what they learned (Static: its speeds, no second
+    /// probe); the other balancers start afresh (their algorithms define
+    /// no carry-over). Call it once this
     /// run is finished (its timings are then all included).
     pub fn continue_with(&self, total: u64) -> Result<DivisibleRun, DivisibleError> {
         let carried = {
@@ -364,6 +367,7 @@ impl DivisibleRun {
                 total,
                 tuning: &self.tuning,
                 kinds: Some(&self.kinds),
+                unit_s: None,
             })?,
         };
         DivisibleRun::with_balancer(

@@ -40,6 +40,10 @@ pub struct BuildContext<'a> {
     pub tuning: &'a Tuning,
     /// The PUs' kinds, when known (per-kind minimum blocks).
     pub kinds: Option<&'a [WorkerKind]>,
+    /// Each PU's predicted seconds for one unit, from trained models, when
+    /// every PU has one (task mode: one task of the epoch's codelet and
+    /// size); `None` otherwise. Static takes them as its given speeds.
+    pub unit_s: Option<&'a [f64]>,
 }
 
 /// One parameter of a balancer's name.
@@ -250,6 +254,7 @@ pub fn build(text: &str, pus: usize, total: u64) -> Result<Box<dyn Balancer + Se
         total,
         tuning: &Tuning::default(),
         kinds: None,
+        unit_s: None,
     })
 }
 

@@ -3,12 +3,17 @@
 //!
 //! * Speeds given ([`StaticConfig::speeds`]): every PU's block is fixed at
 //!   the start; PU `p` gets `W · s_p / Σ s` units (largest remainders), and
-//!   is `Done` after it.
+//!   is `Done` after it. Given by name (`static:speeds=1/4`), or, in task
+//!   mode, by the trained models of the epoch's codelet (the inverse of
+//!   each worker's predicted seconds per task, [`BuildContext::unit_s`]):
+//!   the paper's Static, whose speeds are known before the run.
 //! * Speeds not given: the speeds are *measured* first. Every PU runs one
 //!   probe block of [`StaticConfig::probe`] units; when every probe has
 //!   finished (the others wait), the rest is split once in proportion to
 //!   the measured throughputs (units per second of compute plus
 //!   transfer), one block per PU.
+//! * The next pass over the same PUs ([`Balancer::continue_with`]) keeps
+//!   the speeds, given or measured: no second probe.
 //!
 //! No adaptation after the split: Static is the reference that is optimal
 //! for regular kernels on known hardware and poor otherwise, as the paper
@@ -53,6 +58,8 @@ pub struct Static {
     /// Each PU's block of the split, once decided.
     shares: Option<Vec<u64>>,
     given: Vec<bool>,
+    /// The speeds of the split, given or measured, once known.
+    speeds: Option<Vec<f64>>,
     /// Seconds per unit by which the split was sized (measured speeds).
     spu: Vec<Option<f64>>,
     running: Vec<Option<f64>>,
@@ -77,6 +84,7 @@ impl Static {
             probes: vec![Probe::Pending; n_pus],
             shares: None,
             given: vec![false; n_pus],
+            speeds: None,
             spu: vec![None; n_pus],
             running: vec![None; n_pus],
             probe_blocks: 0,
@@ -123,6 +131,7 @@ impl Static {
         let shares = round_to_units(speeds, self.pool.remaining(), &zeros)
             .unwrap_or_else(|_| vec![0; self.n]);
         self.shares = Some(shares);
+        self.speeds = Some(speeds.to_vec());
     }
 
     fn all_probed(&self) -> bool {
@@ -214,6 +223,25 @@ impl Balancer for Static {
             counters: vec![("refits", 0), ("probe_blocks", self.probe_blocks)],
         }
     }
+
+    /// The next pass splits by the same speeds; `None` (probe again) while
+    /// they are not known or a PU was never measured (speed 0 from a
+    /// skipped probe).
+    fn continue_with(&self, total: u64) -> Option<Result<Box<dyn Balancer + Send>, String>> {
+        let speeds = self.speeds.as_ref()?;
+        if speeds.iter().any(|&v| v <= 0.0) {
+            return None;
+        }
+        let cfg = StaticConfig {
+            speeds: Some(speeds.clone()),
+            probe: self.probe_units,
+        };
+        Some(
+            Static::new(self.n, total, cfg)
+                .map(|b| Box::new(b) as Box<dyn Balancer + Send>)
+                .map_err(|e| e.to_string()),
+        )
+    }
 }
 
 /// `1/4/2`: one positive-or-zero speed per PU.
@@ -237,8 +265,13 @@ fn check_probe(text: &str) -> bool {
 }
 
 fn build(args: &Args, ctx: &BuildContext<'_>) -> Result<Box<dyn Balancer + Send>, String> {
+    // Speeds by name, else from the trained models (seconds per unit).
+    let modelled = ctx
+        .unit_s
+        .filter(|t| t.len() == ctx.pus && t.iter().all(|s| s.is_finite() && *s > 0.0))
+        .map(|t| t.iter().map(|s| 1.0 / s).collect());
     let cfg = StaticConfig {
-        speeds: args.get("speeds").and_then(speeds_of),
+        speeds: args.get("speeds").and_then(speeds_of).or(modelled),
         probe: args
             .get("probe")
             .and_then(|p| p.parse().ok())
@@ -253,7 +286,8 @@ fn build(args: &Args, ctx: &BuildContext<'_>) -> Result<Box<dyn Balancer + Send>
 pub(super) const ENTRY: Entry = Entry {
     name: "static",
     summary: "EngineCL Static: one block per worker sized by relative speed, given \
-              (static:speeds=1/4) or measured by one probe block each",
+              (static:speeds=1/4; task mode: the trained models' speeds) or measured by \
+              one probe block each",
     params: &[
         Param {
             key: "speeds",
@@ -303,6 +337,50 @@ mod tests {
         let ends: Vec<f64> = r.runs[3..].iter().map(|x| x.end).collect();
         assert!(ends.iter().all(|e| (e - ends[0]).abs() < 0.02), "{ends:?}");
         assert!(r.units[1] > 3 * r.units[0], "{:?}", r.units);
+    }
+
+    #[test]
+    fn the_next_pass_keeps_the_measured_speeds() {
+        let pus = [lin(0.0, 100.0), lin(0.0, 400.0)];
+        let mut b = Static::new(2, 5000, StaticConfig::default()).unwrap();
+        simulate(&mut b, &pus, 5000, SimOptions::default()).unwrap();
+        assert_eq!(b.stats().get("probe_blocks"), Some(2));
+        let mut next = b.continue_with(1000).expect("speeds known").unwrap();
+        let r = simulate(&mut next, &pus, 1000, SimOptions::default()).unwrap();
+        // One block per PU, no probe: 1/5 and 4/5.
+        assert_eq!(r.runs.len(), 2);
+        assert_eq!(r.units, vec![200, 800]);
+        assert_eq!(next.stats().get("probe_blocks"), Some(0));
+        // Nothing measured yet: probe again.
+        let fresh = Static::new(2, 10, StaticConfig::default()).unwrap();
+        assert!(fresh.continue_with(10).is_none());
+    }
+
+    #[test]
+    fn trained_models_give_the_speeds() {
+        let tuning = crate::balance::tuning::Tuning::default();
+        let ctx = |unit_s| BuildContext {
+            pus: 2,
+            total: 100,
+            tuning: &tuning,
+            kinds: None,
+            unit_s,
+        };
+        // 4 s and 1 s a unit: speeds 1/4 and 1, so 20 and 80 units.
+        let with = ENTRY.build;
+        let b = with(&Args::default(), &ctx(Some(&[4.0, 1.0]))).unwrap();
+        let pus = [lin(0.0, 0.25), lin(0.0, 1.0)];
+        let mut b = b;
+        let r = simulate(&mut b, &pus, 100, SimOptions::default()).unwrap();
+        assert_eq!(r.units, vec![20, 80]);
+        assert_eq!(b.stats().get("probe_blocks"), Some(0));
+        // A missing or unusable prediction: the probe.
+        for unit_s in [None, Some(&[4.0, 0.0][..]), Some(&[f64::NAN, 1.0][..])] {
+            let b = with(&Args::default(), &ctx(unit_s)).unwrap();
+            let mut b = b;
+            simulate(&mut b, &pus, 100, SimOptions::default()).unwrap();
+            assert_eq!(b.stats().get("probe_blocks"), Some(2), "{unit_s:?}");
+        }
     }
 
     #[test]

@@ -193,14 +193,17 @@ impl<T> std::fmt::Debug for Epoch<T> {
 
 impl<T> Epoch<T> {
     /// An epoch `id` of `tasks` over `pus`, balanced by the registry
-    /// balancer `spec` (`PLB_*` parameters from `tuning`), started at
-    /// `now`. On error (no PU, no task, a balancer refusing its
-    /// configuration) the tasks come back with the reason.
+    /// balancer `spec` (`PLB_*` parameters from `tuning`; `task_s`: each
+    /// PU's predicted seconds per task when every PU has one,
+    /// [`BuildContext::unit_s`]), started at `now`. On error (no PU, no
+    /// task, a balancer refusing its configuration) the tasks come back
+    /// with the reason.
     pub fn new(
         id: u64,
         spec: &BalancerSpec,
         tuning: &Tuning,
         pus: &[EpochPu],
+        task_s: Option<&[f64]>,
         tasks: Vec<T>,
         now: f64,
     ) -> Result<Epoch<T>, (Vec<T>, String)> {
@@ -214,6 +217,7 @@ impl<T> Epoch<T> {
             total: tasks.len() as u64,
             tuning,
             kinds: Some(&kinds),
+            unit_s: task_s,
         });
         match built {
             Ok(b) => Epoch::with_balancer(id, b, pus, tasks, now),
@@ -693,6 +697,7 @@ mod tests {
             &spec(name),
             &Tuning::default(),
             &cpus(workers),
+            None,
             (0..w).collect(),
             0.0,
         )
@@ -1010,6 +1015,7 @@ mod tests {
             &spec("plb-hac"),
             &Tuning::default(),
             &pus,
+            None,
             (0..64).collect(),
             0.0,
         )
@@ -1058,6 +1064,7 @@ mod tests {
             &spec("plb-hac"),
             &Tuning::default(),
             &[],
+            None,
             vec![1, 2, 3],
             0.0,
         )
@@ -1065,7 +1072,7 @@ mod tests {
         assert_eq!(tasks, vec![1, 2, 3]);
         assert!(why.contains("worker"));
         let bad = BalancerSpec::parse("static:speeds=1/2/3").unwrap();
-        let (tasks, why) = Epoch::new(0, &bad, &Tuning::default(), &cpus(2), vec![4], 0.0)
+        let (tasks, why) = Epoch::new(0, &bad, &Tuning::default(), &cpus(2), None, vec![4], 0.0)
             .expect_err("3 speeds for 2 workers");
         assert_eq!(tasks, vec![4]);
         assert!(why.contains("speeds"), "{why}");

@@ -697,7 +697,16 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
                 self.counters.carried_epochs += 1;
                 Epoch::with_balancer(id, b, &pus, s.items, now)
             }
-            None => Epoch::new(id, &self.spec, &self.tuning, &pus, s.items, now),
+            None => {
+                // Each worker's trained prediction of one task, when all
+                // have one (Static's given speeds).
+                let task_s: Option<Vec<f64>> = workers
+                    .iter()
+                    .map(|&w| book.trained_prediction(w, s.codelet, s.units))
+                    .collect();
+                let task_s = task_s.as_deref();
+                Epoch::new(id, &self.spec, &self.tuning, &pus, task_s, s.items, now)
+            }
         };
         match built {
             Ok(mut epoch) => {

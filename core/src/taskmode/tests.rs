@@ -162,6 +162,34 @@ fn a_batch_forms_an_epoch_split_by_the_balancer() {
 }
 
 #[test]
+fn static_takes_its_speeds_from_trained_models_without_a_probe() {
+    // The book knows codelet 7 on both workers (3 s and 1 s a task): the
+    // epoch is split 1/4 and 3/4 as with the speeds given by name.
+    let mut s = sched("static", 2);
+    let mut book = ModelBook::default();
+    for _ in 0..crate::taskmode::placement::TRAIN_SAMPLES {
+        book.record_now(0, 7, 10.0, 3.0);
+        book.record_now(1, 7, 10.0, 1.0);
+    }
+    for i in 0..16 {
+        s.push(task(i, 7), 0.0, &book, &never_idle());
+    }
+    let ran = run(&mut s, &mut book, &[3.0, 1.0]);
+    assert_eq!(ran[0], (0..4).collect::<Vec<_>>());
+    assert_eq!(ran[1], (4..16).collect::<Vec<_>>());
+    // Untrained for another codelet: a probe task each first (two blocks
+    // for the slower worker).
+    let mut s = sched("static", 2);
+    for i in 0..16 {
+        s.push(task(i, 8), 0.0, &book, &never_idle());
+    }
+    let ran = run(&mut s, &mut book, &[3.0, 1.0]);
+    assert_exactly_once(&ran, 16);
+    assert_eq!(ran[0][0], 0, "worker 0's probe: {ran:?}");
+    assert_eq!(ran[1][0], 1, "worker 1's probe: {ran:?}");
+}
+
+#[test]
 fn every_registered_balancer_runs_every_task_exactly_once() {
     for e in registry::REGISTRY {
         for secs in [[0.01, 0.03], [0.05, 0.01]] {
