@@ -25,9 +25,11 @@
 //! queue itself is priority-ordered, unless the task is critical: when
 //! waiting for the whole backlog would use up its slack ([`DagTask::slack_s`]:
 //! the remaining work spread over the machine, less the longest chain of
-//! work from the task to the end of the graph), it counts only the work
-//! of its priority or higher, which it does not overtake. Counting that
-//! for every task sent urgent tasks with little acceleration (Cholesky's
+//! work from the task to the end of the graph), it may count only the work
+//! of its priority or higher, which it does not overtake, on a worker
+//! where that gains it at least its own time there over the best finish
+//! waiting for whole backlogs: overtaking delays the work overtaken by
+//! that time (docs/results.md, twelfth round). Counting that for every task sent urgent tasks with little acceleration (Cholesky's
 //! POTRF) to a GPU whose running task was short, and with 1 or 2 GPUs,
 //! the bottleneck, Cholesky was 1.1–1.3x slower than StarPU's best; never
 //! counting it left LU on 4 GPUs waiting on its chain of factorisations
@@ -57,23 +59,33 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
     let mut out = vec![usize::MAX; tasks.len()];
     for i in order {
         let t = &tasks[i];
-        let best = (0..workers.len())
+        // (worker, score waiting for the whole backlog, score overtaking
+        // when past the slack, compute time there).
+        let cands: Vec<(usize, f64, Option<f64>, f64)> = (0..workers.len())
             .filter_map(|w| {
                 let c = t.cost_s.get(w).copied().flatten()?;
                 let raw = t.transfer_s.get(w).copied().unwrap_or(0.0);
                 let others = coming - usize::from(inbound[w]);
                 let ready = raw * concurrent_share(others, accelerators);
-                // A task that would wait past its slack counts only the
+                // A task that would wait past its slack may count only the
                 // queued work it does not overtake (its priority or higher).
                 let whole = lines[w].total();
-                let wait = if whole + ready > t.slack_s {
-                    lines[w].ahead_of(t.priority)
-                } else {
-                    whole
-                };
-                let end = wait + ready + c;
-                let score = end + raw;
-                score.is_finite().then_some((w, score, wait < whole))
+                let plain = whole + ready + c + raw;
+                let over = (whole + ready > t.slack_s)
+                    .then(|| lines[w].ahead_of(t.priority))
+                    .filter(|&a| a < whole)
+                    .map(|a| a + ready + c + raw);
+                plain.is_finite().then_some((w, plain, over, c))
+            })
+            .collect();
+        // It overtakes only where that gains it at least the time it
+        // takes from the work it overtakes (its own time there).
+        let best_plain = cands.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+        let best = cands
+            .iter()
+            .map(|&(w, plain, over, c)| match over {
+                Some(o) if best_plain - o >= c => (w, o, true),
+                _ => (w, plain, false),
             })
             .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
         if let Some((w, _, overtakes)) = best {
@@ -158,6 +170,27 @@ mod tests {
         // Work of its own priority is not overtaken.
         w[1].queued_by_priority = vec![(1, 10.0)];
         assert_eq!(place(&[t], &w), vec![0]);
+    }
+
+    #[test]
+    fn a_task_overtakes_only_where_it_gains_its_own_time() {
+        // The GPU holds 10 s of priority-0 work; an urgent task past its
+        // slack takes 5 s on the CPU.
+        let mut w = [cpu(0.0), gpu(1, 10.0)];
+        w[1].queued_by_priority = vec![(0, 10.0)];
+        let mut t = task(&w, 5.0, 1.0);
+        t.priority = 1;
+        t.slack_s = 0.0;
+        // 1 s on the GPU: overtaking gains 4 s over the CPU's 5, more
+        // than the 1 s it delays the GPU's work.
+        assert_eq!(place(&[t.clone()], &w), vec![1]);
+        // 4 s on the GPU: it would gain 1 s and delay that work by 4; it
+        // waits for the whole backlog there (14 s) and the CPU wins.
+        t.cost_s[1] = Some(4.0);
+        assert_eq!(place(&[t.clone()], &w), vec![0]);
+        // Gaining exactly its own time is enough: 2.5 s on the GPU.
+        t.cost_s[1] = Some(2.5);
+        assert_eq!(place(&[t], &w), vec![1]);
     }
 
     #[test]
