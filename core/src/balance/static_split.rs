@@ -368,16 +368,14 @@ mod tests {
         };
         // 4 s and 1 s a unit: speeds 1/4 and 1, so 20 and 80 units.
         let with = ENTRY.build;
-        let b = with(&Args::default(), &ctx(Some(&[4.0, 1.0]))).unwrap();
+        let mut b = with(&Args::default(), &ctx(Some(&[4.0, 1.0]))).unwrap();
         let pus = [lin(0.0, 0.25), lin(0.0, 1.0)];
-        let mut b = b;
         let r = simulate(&mut b, &pus, 100, SimOptions::default()).unwrap();
         assert_eq!(r.units, vec![20, 80]);
         assert_eq!(b.stats().get("probe_blocks"), Some(0));
         // A missing or unusable prediction: the probe.
         for unit_s in [None, Some(&[4.0, 0.0][..]), Some(&[f64::NAN, 1.0][..])] {
-            let b = with(&Args::default(), &ctx(unit_s)).unwrap();
-            let mut b = b;
+            let mut b = with(&Args::default(), &ctx(unit_s)).unwrap();
             simulate(&mut b, &pus, 100, SimOptions::default()).unwrap();
             assert_eq!(b.stats().get("probe_blocks"), Some(2), "{unit_s:?}");
         }

@@ -29,7 +29,8 @@
 //! of its priority or higher, which it does not overtake, on a worker
 //! where that gains it at least its own time there over the best finish
 //! waiting for whole backlogs: overtaking delays the work overtaken by
-//! that time (docs/results.md, twelfth round). Counting that for every task sent urgent tasks with little acceleration (Cholesky's
+//! that time (docs/results.md, twelfth round). Counting that for every
+//! task sent urgent tasks with little acceleration (Cholesky's
 //! POTRF) to a GPU whose running task was short, and with 1 or 2 GPUs,
 //! the bottleneck, Cholesky was 1.1–1.3x slower than StarPU's best; never
 //! counting it left LU on 4 GPUs waiting on its chain of factorisations
@@ -57,27 +58,27 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
     let mut coming = inbound.iter().filter(|&&b| b).count();
     let mut room: Vec<usize> = workers.iter().map(|w| w.room).collect();
     let mut out = vec![usize::MAX; tasks.len()];
+    // Per task: (worker, score waiting for the whole backlog, score
+    // overtaking when past the slack, compute time there).
+    let mut cands: Vec<(usize, f64, Option<f64>, f64)> = Vec::with_capacity(workers.len());
     for i in order {
         let t = &tasks[i];
-        // (worker, score waiting for the whole backlog, score overtaking
-        // when past the slack, compute time there).
-        let cands: Vec<(usize, f64, Option<f64>, f64)> = (0..workers.len())
-            .filter_map(|w| {
-                let c = t.cost_s.get(w).copied().flatten()?;
-                let raw = t.transfer_s.get(w).copied().unwrap_or(0.0);
-                let others = coming - usize::from(inbound[w]);
-                let ready = raw * concurrent_share(others, accelerators);
-                // A task that would wait past its slack may count only the
-                // queued work it does not overtake (its priority or higher).
-                let whole = lines[w].total();
-                let plain = whole + ready + c + raw;
-                let over = (whole + ready > t.slack_s)
-                    .then(|| lines[w].ahead_of(t.priority))
-                    .filter(|&a| a < whole)
-                    .map(|a| a + ready + c + raw);
-                plain.is_finite().then_some((w, plain, over, c))
-            })
-            .collect();
+        cands.clear();
+        cands.extend((0..workers.len()).filter_map(|w| {
+            let c = t.cost_s.get(w).copied().flatten()?;
+            let raw = t.transfer_s.get(w).copied().unwrap_or(0.0);
+            let others = coming - usize::from(inbound[w]);
+            let ready = raw * concurrent_share(others, accelerators);
+            // A task that would wait past its slack may count only the
+            // queued work it does not overtake (its priority or higher).
+            let whole = lines[w].total();
+            let plain = whole + ready + c + raw;
+            let over = (whole + ready > t.slack_s)
+                .then(|| lines[w].ahead_of(t.priority))
+                .filter(|&a| a < whole)
+                .map(|a| a + ready + c + raw);
+            plain.is_finite().then_some((w, plain, over, c))
+        }));
         // It overtakes only where that gains it at least the time it
         // takes from the work it overtakes (its own time there).
         let best_plain = cands.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
