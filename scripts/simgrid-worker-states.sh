@@ -4,6 +4,10 @@
 # for a data transfer, sleeping with no task), summed per worker kind.
 # The program runs twice in one private STARPU_HOME and the second run is
 # counted, as `plb simgrid` counts ours "after learning".
+# It repeats `plb simgrid`'s set-up of a simulated machine
+# (src/simgrid/run.rs, `simulated_machine`) and reads StarPU's worker
+# statistics again (`worker_stats` there keeps only tasks and executing
+# time); these columns in `plb simgrid`'s CSV would replace it.
 #
 # usage: scripts/simgrid-worker-states.sh [--quick] POLICY MACHINE APP N NBLOCKS [VAR=VALUE...]
 #   POLICY   ours (loaded from PLB_SIMGRID_LIB, default
@@ -19,7 +23,7 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = --quick ]; then
     set -- plb-heft attila cholesky 9600 10
 fi
-[ $# -ge 5 ] || { sed -n 8,17p "$0" >&2; exit 2; }
+[ $# -ge 5 ] || { sed -n 12,21p "$0" >&2; exit 2; }
 policy=$1 machine=$2 app=$3 n=$4 nblocks=$5
 shift 5
 prefix=${PLB_CACHE:-$HOME/.cache/plb}/starpu-1.4.10/simgrid
