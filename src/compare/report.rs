@@ -579,6 +579,8 @@ mod tests {
                 tasks: 10,
                 counted: true,
                 executing_ms: None,
+                waiting_ms: None,
+                sleeping_ms: None,
             }],
             ours_tasks: None,
             not_ours: false,

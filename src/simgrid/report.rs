@@ -102,14 +102,25 @@ pub fn write(
 
     // Every run.
     let mut csv = String::from(
-        "machine,case,n,tile,policy,ours,rep,sim_ms,gflops,gib_moved,tasks,cpu_tasks,cuda_tasks,real_s,check\n",
+        "machine,case,n,tile,policy,ours,rep,sim_ms,gflops,gib_moved,tasks,cpu_tasks,cuda_tasks,\
+         cpu_exec_ms,cpu_data_wait_ms,cpu_sleep_ms,cuda_exec_ms,cuda_data_wait_ms,cuda_sleep_ms,real_s,check\n",
     );
     let num = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v}"));
+    // StarPU's time split per kind (STARPU_WORKER_STATS), summed over the
+    // kind's workers: executing, waiting for data, sleeping with no task.
+    let split = |o: &super::run::Outcome, kind: &str| {
+        o.time_split(kind).map_or(",,".to_string(), |t| {
+            format!(
+                "{:.1},{:.1},{:.1}",
+                t.executing_ms, t.waiting_ms, t.sleeping_ms
+            )
+        })
+    };
     for r in rows {
         let o = &r.outcome;
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{}",
             r.machine,
             r.case.app_name(),
             r.case.n,
@@ -123,6 +134,8 @@ pub fn write(
             o.executed.map_or(String::new(), |n| n.to_string()),
             o.by_kind.get("CPU").copied().unwrap_or(0),
             o.by_kind.get("CUDA").copied().unwrap_or(0),
+            split(o, "CPU"),
+            split(o, "CUDA"),
             o.wall_s,
             match &r.verdict {
                 Ok(()) => "ok".to_string(),

@@ -448,12 +448,30 @@ pub struct WorkerStat {
     pub tasks: u64,
     /// Whether a `<n> task(s)` line was read for it.
     pub counted: bool,
-    /// `executing: X ms`, printed when StarPU profiles (STARPU_PROFILING=1).
+    /// `executing: X ms`, printed when StarPU profiles (STARPU_PROFILING=1,
+    /// or any SimGrid run).
     pub executing_ms: Option<f64>,
+    /// `waiting: X ms` (StarPU 1.4): no task running, held waiting for
+    /// a data transfer.
+    pub waiting_ms: Option<f64>,
+    /// `sleeping: X ms`: no task to run.
+    pub sleeping_ms: Option<f64>,
+}
+
+/// Where one kind of worker's time went: (executing, waiting for data,
+/// sleeping), ms, summed over its workers.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TimeSplit {
+    pub executing_ms: f64,
+    pub waiting_ms: f64,
+    pub sleeping_ms: f64,
 }
 
 /// StarPU's worker statistics in `text`: a worker's name line, then
-/// `\t<n> task(s)` and, when profiling, `... executing: X ms ...`.
+/// `\t<n> task(s)` and, when profiling, its time split (1.3: `total: ...
+/// executing: X ms sleeping: Y ms ...`; 1.4: `time split: total ... =
+/// executing: X ms + callback: ... + waiting: W ms + sleeping: Y ms ...`,
+/// then an `all time:` line, which is not read).
 pub fn worker_stats(text: &str) -> Vec<WorkerStat> {
     let mut out: Vec<WorkerStat> = Vec::new();
     let mut current = false;
@@ -468,6 +486,8 @@ pub fn worker_stats(text: &str) -> Vec<WorkerStat> {
                     tasks: 0,
                     counted: false,
                     executing_ms: None,
+                    waiting_ms: None,
+                    sleeping_ms: None,
                 });
             }
             continue;
@@ -480,11 +500,45 @@ pub fn worker_stats(text: &str) -> Vec<WorkerStat> {
             w.tasks = n;
             w.counted = true;
         }
-        if let Some(rest) = t.split("executing:").nth(1) {
-            w.executing_ms = rest.split_whitespace().next().and_then(|v| v.parse().ok());
+        if t.starts_with("all time:") || w.executing_ms.is_some() {
+            continue;
+        }
+        let ms = |label: &str| {
+            t.split(label)
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse::<f64>()
+                .ok()
+        };
+        if let Some(executing) = ms("executing:") {
+            w.executing_ms = Some(executing);
+            w.waiting_ms = ms("waiting:");
+            w.sleeping_ms = ms("sleeping:");
         }
     }
     out
+}
+
+impl Outcome {
+    /// The time split of the counted workers of `kind` ("CPU", "CUDA"),
+    /// when every one of them printed one; a part a worker did not print
+    /// (waiting, on StarPU 1.3) counts 0.
+    pub fn time_split(&self, kind: &str) -> Option<TimeSplit> {
+        let workers: Vec<&WorkerStat> = self
+            .workers
+            .iter()
+            .filter(|w| w.counted && w.kind == kind)
+            .collect();
+        if workers.is_empty() || workers.iter().any(|w| w.executing_ms.is_none()) {
+            return None;
+        }
+        Some(workers.iter().fold(TimeSplit::default(), |t, w| TimeSplit {
+            executing_ms: t.executing_ms + w.executing_ms.unwrap_or(0.0),
+            waiting_ms: t.waiting_ms + w.waiting_ms.unwrap_or(0.0),
+            sleeping_ms: t.sleeping_ms + w.sleeping_ms.unwrap_or(0.0),
+        }))
+    }
 }
 
 /// Why a run is wrong, if it is: it must exit 0, print its result, execute
@@ -578,6 +632,42 @@ mod tests {
         assert_eq!((w[0].name.as_str(), w[0].tasks), ("CPU 0", 14));
         assert_eq!(w[0].executing_ms, Some(420.29));
         assert_eq!((w[1].tasks, w[1].executing_ms), (6, None));
+    }
+
+    #[test]
+    fn starpu_14_time_split_is_read_and_summed_per_kind() {
+        // StarPU 1.4's format (src/profiling/profiling_helpers.c): the
+        // time split, then an `all time:` line that must not be read.
+        let text = "CUDA 0.0 (Tesla M2075 5.2 GiB 04:00.0)\n\t40 task(s)\n\
+            \ttime split: total 1000.00 ms = executing: 700.00 ms + callback: 0.00 ms + \
+            waiting: 120.50 ms + sleeping: 100.00 ms + scheduling: 0.00 ms + overhead 79.50 ms\n\
+            \tall time: executing: 9700.00 ms callback: 0.00 ms waiting: 9120.00 ms \
+            sleeping: 9100.00 ms scheduling: 0.00 ms\n\
+            CUDA 1.0 (Tesla M2075 5.2 GiB 05:00.0)\n\t30 task(s)\n\
+            \ttime split: total 1000.00 ms = executing: 600.00 ms + callback: 0.00 ms + \
+            waiting: 80.00 ms + sleeping: 250.00 ms + scheduling: 0.00 ms + overhead 70.00 ms\n\
+            CPU 0\n\t5 task(s)\n\
+            \ttime split: total 1000.00 ms = executing: 900.00 ms + callback: 0.00 ms + \
+            waiting: 0.00 ms + sleeping: 50.00 ms + scheduling: 0.00 ms + overhead 50.00 ms\n";
+        let o = parse(text, "");
+        let w = &o.workers[0];
+        assert_eq!(
+            (w.executing_ms, w.waiting_ms, w.sleeping_ms),
+            (Some(700.0), Some(120.5), Some(100.0))
+        );
+        assert_eq!(
+            o.time_split("CUDA"),
+            Some(TimeSplit {
+                executing_ms: 1300.0,
+                waiting_ms: 200.5,
+                sleeping_ms: 350.0
+            })
+        );
+        assert_eq!(o.time_split("CPU").map(|t| t.executing_ms), Some(900.0));
+        assert_eq!(o.time_split("OpenCL"), None);
+        // A worker without a split (not profiled) leaves its kind's unknown.
+        let o = parse("CPU 0\n\t5 task(s)\n", "");
+        assert_eq!(o.time_split("CPU"), None);
     }
 
     #[test]
