@@ -89,6 +89,9 @@ pub struct Decision<T> {
     pub worker: usize,
     /// Predicted seconds there.
     pub est_s: f64,
+    /// Its slack when placed ([`super::DagTask::slack_s`]; infinite when
+    /// it has none).
+    pub slack_s: f64,
 }
 
 /// A placed batch: its decisions, the tasks no member can run, and the
@@ -532,7 +535,12 @@ pub fn decide<T: GraphTask>(
             loads[m] += est;
             queued[m] += 1;
             let prio = task.priority();
-            decisions.push((Placed::new(task, prio, cost, f.transfer), m, est));
+            decisions.push((
+                Placed::new(task, prio, cost, f.transfer),
+                m,
+                est,
+                f64::INFINITY,
+            ));
             continue;
         }
         if costs.awaiting[k] {
@@ -547,7 +555,12 @@ pub fn decide<T: GraphTask>(
                     loads[m] += c;
                     queued[m] += 1;
                     let prio = task.priority();
-                    decisions.push((Placed::new(task, prio, cost, f.transfer), m, c));
+                    decisions.push((
+                        Placed::new(task, prio, cost, f.transfer),
+                        m,
+                        c,
+                        f64::INFINITY,
+                    ));
                 }
                 _ => deferred.push(task),
             }
@@ -610,6 +623,7 @@ pub fn decide<T: GraphTask>(
             Placed::new(task, info.priority, info.cost_s, info.transfer_s),
             m,
             est,
+            info.slack_s,
         ));
     }
     // Decisions refer to the batch's members; the lines index workers by
@@ -617,7 +631,7 @@ pub fn decide<T: GraphTask>(
     let width = members.iter().map(|m| m.id + 1).max().unwrap_or(0);
     let decisions = decisions
         .into_iter()
-        .map(|(mut placed, m, est_s)| {
+        .map(|(mut placed, m, est_s, slack_s)| {
             let mut cost = vec![None; width];
             let mut transfer = vec![0.0; width];
             for (i, member) in members.iter().enumerate() {
@@ -630,6 +644,7 @@ pub fn decide<T: GraphTask>(
                 placed,
                 worker: members[m].id,
                 est_s,
+                slack_s,
             }
         })
         .collect();
