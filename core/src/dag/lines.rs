@@ -27,7 +27,8 @@ pub struct Placed<T> {
     /// Predicted transfer seconds to each worker, as computed at placement.
     pub transfer_s: Vec<f64>,
     /// The latest time it may start within its slack (infinite when it
-    /// has no rank): its placement's time plus its slack then.
+    /// has no rank): the time its placement was queued plus its slack
+    /// then.
     pub latest_start_s: f64,
 }
 
@@ -54,9 +55,9 @@ pub type Line<T> = WorkerQueue<Placed<T>>;
 /// predicted end of the task, by at least `margin` times its compute on
 /// the thief when the task has slack to spare (the victim would start it
 /// by its latest start, [`Placed::latest_start_s`], which is finite: the
-/// task was ranked). Tasks without a prediction
-/// for the thief are never stolen. Each line is reached alone. Returns the
-/// task with the thief's predicted seconds.
+/// task was ranked). Tasks without a prediction for the thief are never
+/// stolen. Each line is reached alone. Returns the task with the thief's
+/// predicted seconds.
 pub fn steal_placed<T>(
     lines: &impl QueueSet<Placed<T>>,
     victims: impl IntoIterator<Item = usize>,
