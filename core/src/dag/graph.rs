@@ -876,8 +876,7 @@ mod tests {
         assert_eq!(pop(&mut s, &lines, &sleepers), Some(91));
         // Workers 1 and 2 wait for data when a batch is taken: the
         // transfer counts three quarters (3 s), and nothing is stolen.
-        // (The margin does not count: the tasks are unranked and the
-        // victim would start the second at 1 s; 1.5 + 0.25 < 2.)
+        // (The tasks are unranked: no margin applies.)
         let (mut s, lines, sleepers) = setup();
         for w in [1, 2] {
             let p = Placed::new(Tile::job(80 + w), 0, vec![Some(1.0); 4], vec![0.5; 4]);
