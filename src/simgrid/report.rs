@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use super::run::Outcome;
 use super::{Bound, Row};
 use crate::experiment::gnuplot;
 
@@ -108,7 +109,7 @@ pub fn write(
     let num = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v}"));
     // StarPU's time split per kind (STARPU_WORKER_STATS), summed over the
     // kind's workers: executing, waiting for data, sleeping with no task.
-    let split = |o: &super::run::Outcome, kind: &str| {
+    let split = |o: &Outcome, kind: &str| {
         o.time_split(kind).map_or(",,".to_string(), |t| {
             format!(
                 "{:.1},{:.1},{:.1}",

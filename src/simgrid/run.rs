@@ -525,19 +525,14 @@ impl Outcome {
     /// when every one of them printed one; a part a worker did not print
     /// (waiting, on StarPU 1.3) counts 0.
     pub fn time_split(&self, kind: &str) -> Option<TimeSplit> {
-        let workers: Vec<&WorkerStat> = self
-            .workers
-            .iter()
-            .filter(|w| w.counted && w.kind == kind)
-            .collect();
-        if workers.is_empty() || workers.iter().any(|w| w.executing_ms.is_none()) {
-            return None;
+        let mut sum: Option<TimeSplit> = None;
+        for w in self.workers.iter().filter(|w| w.counted && w.kind == kind) {
+            let t = sum.get_or_insert_with(TimeSplit::default);
+            t.executing_ms += w.executing_ms?;
+            t.waiting_ms += w.waiting_ms.unwrap_or(0.0);
+            t.sleeping_ms += w.sleeping_ms.unwrap_or(0.0);
         }
-        Some(workers.iter().fold(TimeSplit::default(), |t, w| TimeSplit {
-            executing_ms: t.executing_ms + w.executing_ms.unwrap_or(0.0),
-            waiting_ms: t.waiting_ms + w.waiting_ms.unwrap_or(0.0),
-            sleeping_ms: t.sleeping_ms + w.sleeping_ms.unwrap_or(0.0),
-        }))
+        sum
     }
 }
 
