@@ -2,11 +2,14 @@
 """Compares one of our policies between two sets of `plb simgrid` rows of
 the study, pair by pair, against StarPU's best.
 
-usage: scripts/study-compare.py [--policy plb-heft] [--csv OUT]
-           BEFORE_DIR AFTER_DIR [SET ...]
+usage: scripts/study-compare.py [--policy plb-heft] [--before-policy NAME]
+           [--csv OUT] BEFORE_DIR AFTER_DIR [SET ...]
 
 BEFORE_DIR and AFTER_DIR hold one folder per SET (default: tuned untuned
-matrix-rest tiles-320), each with a simgrid.csv. StarPU's best for a pair
+matrix-rest tiles-320), each with a simgrid.csv; AFTER_DIR's pairs are
+compared (a subset of BEFORE_DIR's may do), its rows named --policy,
+BEFORE_DIR's --before-policy (default: the same, e.g. a variant
+`plb-heft+PLB_HEFT_WINDOW=90:4` against `plb-heft`). StarPU's best for a pair
 is the fastest of StarPU's policies (rows with ours=false, warm) over every
 simgrid.csv under results/simgrid-study/; `dmdas`'s bytes come from the
 same rows. Prints geometric mean, largest and pairs above 1.03 of the
@@ -67,6 +70,7 @@ def geo(v):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--policy", default="plb-heft")
+    ap.add_argument("--before-policy", help="BEFORE_DIR's policy name (default: --policy)")
     ap.add_argument("--csv")
     ap.add_argument("--plot", help="PNG of every pair's ratio after learning")
     ap.add_argument("before")
@@ -76,7 +80,8 @@ def main():
     best, dmdas = starpu_best()
     pairs = []
     for s in a.sets:
-        b, n = ours(os.path.join(a.before, s), a.policy), ours(os.path.join(a.after, s), a.policy)
+        b = ours(os.path.join(a.before, s), a.before_policy or a.policy)
+        n = ours(os.path.join(a.after, s), a.policy)
         for (k, run), (ms, gib) in sorted(n.items()):
             if (k, run) not in b or k not in best:
                 sys.exit(f"no before row or StarPU row for {k} ({run}) in set {s}")
