@@ -355,6 +355,7 @@ impl SchedPolicy for DagPolicy {
         let n = WorkerId::max_workers();
         let mut sched = GraphSched::new(n);
         sched.set_window(tuning.heft_window.filter(|_| method == Method::Heft));
+        sched.set_data_penalty(method == Method::Heft);
         DagPolicy {
             name: info.name(),
             method,

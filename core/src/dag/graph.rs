@@ -54,7 +54,9 @@ pub const ACTIVATIONS_PER_POP: usize = 4;
 /// worker would start it by its latest start) only if it finishes it
 /// sooner than that worker by this much of its own time there: the steal
 /// gives up the input already prefetched to the victim and moves it again.
-/// CPU workers, and late or unranked tasks, are stolen for any gain.
+/// CPU workers, and late or unranked tasks, are stolen for any gain (a
+/// CPU worker's gain counts the data penalty when placement charges it:
+/// [`GraphSched::set_data_penalty`]).
 pub const ACCELERATOR_STEAL_MARGIN: f64 = 0.5;
 
 /// One scheduling context under a task-graph policy: everything but the
@@ -96,6 +98,9 @@ pub struct GraphSched<T> {
     /// Most tasks a line holds, when placement waits for room
     /// ([`GraphSched::set_window`]).
     window: Option<Window>,
+    /// Placement charges the data penalty: CPU thieves are charged it
+    /// too ([`GraphSched::set_data_penalty`]).
+    data_penalty: bool,
     /// The last placement held tasks back for want of room: no batch is
     /// taken until a full line gives a task, a task arrives or completes,
     /// or deferred tasks are released (see [`GraphSched::unblock`]'s
@@ -164,6 +169,7 @@ impl<T: GraphTask> GraphSched<T> {
             rotate: 0,
             inbound_seen: 0,
             window: None,
+            data_penalty: false,
             blocked: false,
             stirred: false,
             taken_lens: Vec::new(),
@@ -180,6 +186,13 @@ impl<T: GraphTask> GraphSched<T> {
     pub fn set_window(&mut self, window: Option<Window>) {
         self.window = window;
         self.ready.set_by_priority(window.is_some());
+    }
+
+    /// Whether placement charges `dmda`'s data penalty (HEFT does): then a
+    /// CPU worker's steal is charged it as well, StarPU's predicted
+    /// transfer once more, weighing the transfer as placement does.
+    pub fn set_data_penalty(&mut self, on: bool) {
+        self.data_penalty = on;
     }
 
     /// Tasks held here (ready and deferred; not the stranded ones, not
@@ -519,7 +532,10 @@ impl<T: GraphTask> GraphSched<T> {
         // An accelerator steals a task with slack to spare only for a gain
         // of half its time there (docs/balancers.md, "Steals").
         let margin = if cpu { 0.0 } else { ACCELERATOR_STEAL_MARGIN };
-        let (p, est) = steal_placed(lines, members, worker, now, share, margin)?;
+        // A CPU worker is charged the data penalty too, when placement
+        // charges one (docs/balancers.md, "Steals").
+        let penalty = if cpu && self.data_penalty { 1.0 } else { 0.0 };
+        let (p, est) = steal_placed(lines, members, worker, now, share, margin, penalty)?;
         lines.with(worker, |q| q.starting(Some(p.task.id()), est, now, cpu));
         Some(p.task)
     }
@@ -913,28 +929,31 @@ mod tests {
     }
 
     /// An idle accelerator steals a task with slack to spare only for a
-    /// gain of half its time there; a CPU worker for any gain.
+    /// gain of half its time there; a CPU worker for any gain once the data
+    /// penalty is charged, when placement charges it.
     #[test]
-    fn an_accelerator_steals_only_for_a_margin_a_cpu_for_any_gain() {
+    fn an_accelerator_steals_only_for_a_margin_a_cpu_for_any_gain_after_the_data_penalty() {
         let cpu = Member {
             id: 2,
             kind: WorkerKind::Cpu,
             node: 0,
         };
-        let steal = |thief: usize, latest_start_s: f64| {
+        let steal = |thief: usize, latest_start_s: f64, cpu_transfer_s: f64, penalty: bool| {
             let sleepers = Sleepers::new(3, true);
             let mut s = GraphSched::new(3);
             s.add_workers(&[gpu_member(0), gpu_member(1), cpu], &sleepers);
+            s.set_data_penalty(penalty);
             let lines: TileLines = PlainQueues::new(3);
             // Worker 0 holds two 1 s tasks (ending at 1 and 2); the other
-            // GPU runs one in 1.5 s, the CPU in 1.7 s, their data already
-            // there: the second is the only one either finishes sooner.
+            // GPU runs one in 1.5 s, the CPU in 1.7 s after its transfer
+            // (StarPU's prediction, counted at half with 2 GPUs): the
+            // second is the only one either finishes sooner.
             for id in [90, 91] {
                 let mut p = Placed::new(
                     Tile::job(id),
                     0,
                     vec![Some(1.0), Some(1.5), Some(1.7)],
-                    vec![0.0; 3],
+                    vec![0.0, 0.0, cpu_transfer_s],
                 );
                 p.latest_start_s = latest_start_s;
                 lines.with(0, |q| q.push(p, 0, 1.0));
@@ -947,12 +966,17 @@ mod tests {
             }
         };
         // The GPU would gain 0.5 s, less than half its 1.5 s: not taken.
-        assert_eq!(steal(1, 100.0), None);
+        assert_eq!(steal(1, 100.0, 0.0, true), None);
         // Unless the task is late: its worker would start it at 1 s, past
         // its latest start.
-        assert_eq!(steal(1, 0.5), Some(91));
+        assert_eq!(steal(1, 0.5, 0.0, true), Some(91));
         // The CPU gains 0.3 s: taken, with no margin.
-        assert_eq!(steal(2, 100.0), Some(91));
+        assert_eq!(steal(2, 100.0, 0.0, true), Some(91));
+        // With 0.3 s of transfer it still gains 0.15 s, but not once the
+        // data penalty (the 0.3 s again) is charged, as placement charges
+        // it.
+        assert_eq!(steal(2, 100.0, 0.3, false), Some(91));
+        assert_eq!(steal(2, 100.0, 0.3, true), None);
     }
 
     /// A GPU (worker 0, whose model of codelet 1 is known: 0.01 s a task)

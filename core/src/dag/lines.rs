@@ -51,7 +51,8 @@ pub type Line<T> = WorkerQueue<Placed<T>>;
 /// `thief` (idle at `now`) takes, from the line among `victims` with the
 /// latest expected end that has one, the first task it would finish
 /// earlier than that line's worker: its transfer (the placement's
-/// prediction times `transfer_share`) plus compute against the victim's
+/// prediction times `transfer_share`, plus `penalty` times it: the data
+/// penalty) plus compute against the victim's
 /// predicted end of the task, by at least `margin` times its compute on
 /// the thief when the task has slack to spare (the victim would start it
 /// by its latest start, [`Placed::latest_start_s`], which is finite: the
@@ -65,6 +66,7 @@ pub fn steal_placed<T>(
     now: f64,
     transfer_share: f64,
     margin: f64,
+    penalty: f64,
 ) -> Option<(Placed<T>, f64)> {
     let (_, p, _, cost) =
         steal_latest_end(lines, victims, thief, now, |v, q: &Placed<T>, ahead| {
@@ -76,7 +78,8 @@ pub fn steal_placed<T>(
             let spare =
                 now + ahead.end_s - there <= q.latest_start_s && q.latest_start_s.is_finite();
             let margin = if spare { margin * cost } else { 0.0 };
-            (transfer.max(0.0) * transfer_share + cost + margin < ahead.end_s).then_some(cost)
+            let charged = transfer.max(0.0) * (transfer_share + penalty);
+            (charged + cost + margin < ahead.end_s).then_some(cost)
         })?;
     Some((p, cost))
 }
@@ -102,19 +105,22 @@ mod tests {
             push(p);
         }
         // Finishing at 2.5 beats only the third task (ends at 3).
-        let (s, cost) = steal_placed(&l, [0, 1], 1, 0.0, 1.0, 0.0).expect("a gain");
+        let (s, cost) = steal_placed(&l, [0, 1], 1, 0.0, 1.0, 0.0, 0.0).expect("a gain");
         assert_eq!((s.task, cost), (2, 2.0));
         // The remaining two end at 1 and 2: no gain.
-        assert!(steal_placed(&l, [0, 1], 1, 0.0, 1.0, 0.0).is_none());
+        assert!(steal_placed(&l, [0, 1], 1, 0.0, 1.0, 0.0, 0.0).is_none());
         // Unknown predictions are never stolen.
         push(placed(9, 0, &[Some(1.0), None]));
         push(placed(10, 0, &[Some(1.0), None]));
-        assert!(steal_placed(&l, [0, 1], 1, 0.0, 1.0, 0.0).is_none());
+        assert!(steal_placed(&l, [0, 1], 1, 0.0, 1.0, 0.0, 0.0).is_none());
         assert_eq!(l.held(), 4);
         // Only the victims named are looked at.
         push(placed(11, 0, &[Some(1.0), Some(0.1)]));
-        assert!(steal_placed(&l, [1], 1, 0.0, 1.0, 0.0).is_none());
-        assert_eq!(steal_placed(&l, [0], 1, 0.0, 1.0, 0.0).unwrap().0.task, 11);
+        assert!(steal_placed(&l, [1], 1, 0.0, 1.0, 0.0, 0.0).is_none());
+        assert_eq!(
+            steal_placed(&l, [0], 1, 0.0, 1.0, 0.0, 0.0).unwrap().0.task,
+            11
+        );
     }
 
     #[test]
@@ -129,8 +135,11 @@ mod tests {
             p.transfer_s = vec![0.0, 2.0];
             l.with(0, |q| q.push(p, 0, 1.0)).unwrap();
         }
-        assert!(steal_placed(&l, [0], 1, 0.0, 1.0, 0.0).is_none());
-        let (s, cost) = steal_placed(&l, [0], 1, 0.0, 0.25, 0.0).expect("a gain");
+        assert!(steal_placed(&l, [0], 1, 0.0, 1.0, 0.0, 0.0).is_none());
+        // With the data penalty the transfer counts once more: 0.5 + 2.0 +
+        // 0.5 = 3 s is no gain; the task stays.
+        assert!(steal_placed(&l, [0], 1, 0.0, 0.25, 0.0, 1.0).is_none());
+        let (s, cost) = steal_placed(&l, [0], 1, 0.0, 0.25, 0.0, 0.0).expect("a gain");
         assert_eq!((s.task, cost), (1, 0.5));
     }
 
@@ -148,25 +157,43 @@ mod tests {
         };
         fill(100.0);
         // A margin of 1 asks 0.8 s + 0.8 s < 2 s: taken; of 2, 2.4 s: not.
-        assert!(steal_placed(&l, [0], 1, 0.0, 1.0, 2.0).is_none());
-        assert_eq!(steal_placed(&l, [0], 1, 0.0, 1.0, 1.0).unwrap().0.task, 1);
+        assert!(steal_placed(&l, [0], 1, 0.0, 1.0, 2.0, 0.0).is_none());
+        assert_eq!(
+            steal_placed(&l, [0], 1, 0.0, 1.0, 1.0, 0.0).unwrap().0.task,
+            1
+        );
         l.with(0, |q| q.take_all()).unwrap();
         // Late: the victim would start the second at 1 s, after its latest
         // start (0.5 s): any gain counts, whatever the margin.
         fill(0.5);
-        assert_eq!(steal_placed(&l, [0], 1, 0.0, 1.0, 2.0).unwrap().0.task, 1);
+        assert_eq!(
+            steal_placed(&l, [0], 1, 0.0, 1.0, 2.0, 0.0).unwrap().0.task,
+            1
+        );
         l.with(0, |q| q.take_all()).unwrap();
         // Its latest start is absolute: at 10 s the same line starts it at
         // 11 s, still late for a latest start of 10.5 s, not for 11.5 s.
         fill(10.5);
-        assert_eq!(steal_placed(&l, [0], 1, 10.0, 1.0, 2.0).unwrap().0.task, 1);
+        assert_eq!(
+            steal_placed(&l, [0], 1, 10.0, 1.0, 2.0, 0.0)
+                .unwrap()
+                .0
+                .task,
+            1
+        );
         l.with(0, |q| q.take_all()).unwrap();
         fill(11.5);
-        assert!(steal_placed(&l, [0], 1, 10.0, 1.0, 2.0).is_none());
+        assert!(steal_placed(&l, [0], 1, 10.0, 1.0, 2.0, 0.0).is_none());
         l.with(0, |q| q.take_all()).unwrap();
         // Unranked (no slack known): any gain counts, the first task's too
         // (0.8 s against 1 s).
         fill(f64::INFINITY);
-        assert_eq!(steal_placed(&l, [0], 1, 10.0, 1.0, 2.0).unwrap().0.task, 0);
+        assert_eq!(
+            steal_placed(&l, [0], 1, 10.0, 1.0, 2.0, 0.0)
+                .unwrap()
+                .0
+                .task,
+            0
+        );
     }
 }
