@@ -80,7 +80,8 @@ pub struct Graph {
 }
 
 impl Graph {
-    /// `window`: the lines' bound ([`GraphSched::set_window`]).
+    /// `window`: the lines' bound ([`GraphSched::set_window`]); HEFT's
+    /// CPU steals are charged the data penalty, as the adapter sets it.
     pub fn new(plan: &Plan, method: Method, own_line: OwnLine, window: Option<Window>) -> Graph {
         let nodes: Vec<usize> = (0..plan.workers).map(|w| usize::from(w == 0)).collect();
         let members: Vec<Member> = (0..plan.workers)
@@ -96,6 +97,7 @@ impl Graph {
             .collect();
         let mut sched = GraphSched::new(8);
         sched.set_window(window);
+        sched.set_data_penalty(method == Method::Heft);
         sched.add_workers(&members, &Sleepers::new(8, true));
         Graph {
             sched,
