@@ -93,6 +93,17 @@ mod tests {
         Placed::new(id, prio, costs.to_vec(), vec![0.0; costs.len()])
     }
 
+    /// The task worker 1 steals from `victims` at `now` with `margin`
+    /// (transfers at full weight, no data penalty).
+    fn first_stolen(
+        l: &PlainQueues<Placed<u32>>,
+        victims: &[usize],
+        now: f64,
+        margin: f64,
+    ) -> Option<u32> {
+        steal_placed(l, victims.iter().copied(), 1, now, 1.0, margin, 0.0).map(|(p, _)| p.task)
+    }
+
     #[test]
     fn an_idle_worker_steals_only_what_it_finishes_first() {
         let l = PlainQueues::new(2);
@@ -116,11 +127,8 @@ mod tests {
         assert_eq!(l.held(), 4);
         // Only the victims named are looked at.
         push(placed(11, 0, &[Some(1.0), Some(0.1)]));
-        assert!(steal_placed(&l, [1], 1, 0.0, 1.0, 0.0, 0.0).is_none());
-        assert_eq!(
-            steal_placed(&l, [0], 1, 0.0, 1.0, 0.0, 0.0).unwrap().0.task,
-            11
-        );
+        assert_eq!(first_stolen(&l, &[1], 0.0, 0.0), None);
+        assert_eq!(first_stolen(&l, &[0], 0.0, 0.0), Some(11));
     }
 
     #[test]
@@ -135,7 +143,7 @@ mod tests {
             p.transfer_s = vec![0.0, 2.0];
             l.with(0, |q| q.push(p, 0, 1.0)).unwrap();
         }
-        assert!(steal_placed(&l, [0], 1, 0.0, 1.0, 0.0, 0.0).is_none());
+        assert_eq!(first_stolen(&l, &[0], 0.0, 0.0), None);
         // With the data penalty the transfer counts once more: 0.5 + 2.0 +
         // 0.5 = 3 s is no gain; the task stays.
         assert!(steal_placed(&l, [0], 1, 0.0, 0.25, 0.0, 1.0).is_none());
@@ -157,43 +165,25 @@ mod tests {
         };
         fill(100.0);
         // A margin of 1 asks 0.8 s + 0.8 s < 2 s: taken; of 2, 2.4 s: not.
-        assert!(steal_placed(&l, [0], 1, 0.0, 1.0, 2.0, 0.0).is_none());
-        assert_eq!(
-            steal_placed(&l, [0], 1, 0.0, 1.0, 1.0, 0.0).unwrap().0.task,
-            1
-        );
+        assert_eq!(first_stolen(&l, &[0], 0.0, 2.0), None);
+        assert_eq!(first_stolen(&l, &[0], 0.0, 1.0), Some(1));
         l.with(0, |q| q.take_all()).unwrap();
         // Late: the victim would start the second at 1 s, after its latest
         // start (0.5 s): any gain counts, whatever the margin.
         fill(0.5);
-        assert_eq!(
-            steal_placed(&l, [0], 1, 0.0, 1.0, 2.0, 0.0).unwrap().0.task,
-            1
-        );
+        assert_eq!(first_stolen(&l, &[0], 0.0, 2.0), Some(1));
         l.with(0, |q| q.take_all()).unwrap();
         // Its latest start is absolute: at 10 s the same line starts it at
         // 11 s, still late for a latest start of 10.5 s, not for 11.5 s.
         fill(10.5);
-        assert_eq!(
-            steal_placed(&l, [0], 1, 10.0, 1.0, 2.0, 0.0)
-                .unwrap()
-                .0
-                .task,
-            1
-        );
+        assert_eq!(first_stolen(&l, &[0], 10.0, 2.0), Some(1));
         l.with(0, |q| q.take_all()).unwrap();
         fill(11.5);
-        assert!(steal_placed(&l, [0], 1, 10.0, 1.0, 2.0, 0.0).is_none());
+        assert_eq!(first_stolen(&l, &[0], 10.0, 2.0), None);
         l.with(0, |q| q.take_all()).unwrap();
         // Unranked (no slack known): any gain counts, the first task's too
         // (0.8 s against 1 s).
         fill(f64::INFINITY);
-        assert_eq!(
-            steal_placed(&l, [0], 1, 10.0, 1.0, 2.0, 0.0)
-                .unwrap()
-                .0
-                .task,
-            0
-        );
+        assert_eq!(first_stolen(&l, &[0], 10.0, 2.0), Some(0));
     }
 }
