@@ -36,10 +36,10 @@
 
 use std::collections::VecDeque;
 
-use super::concurrent_share;
 use super::decide::{Batch, Decided, GraphTask, Member};
 use super::lines::{Line, Placed, steal_placed};
 use super::ready::ReadyList;
+use super::{DATA_PENALTY, concurrent_share};
 use crate::balance::WorkerKind;
 use crate::sleepers::Sleepers;
 use crate::worker_queues::{Glance, QueueSet};
@@ -534,7 +534,11 @@ impl<T: GraphTask> GraphSched<T> {
         let margin = if cpu { 0.0 } else { ACCELERATOR_STEAL_MARGIN };
         // A CPU worker is charged the data penalty too, when placement
         // charges one (docs/balancers.md, "Steals").
-        let penalty = if cpu && self.data_penalty { 1.0 } else { 0.0 };
+        let penalty = if cpu && self.data_penalty {
+            DATA_PENALTY
+        } else {
+            0.0
+        };
         let (p, est) = steal_placed(lines, members, worker, now, share, margin, penalty)?;
         lines.with(worker, |q| q.starting(Some(p.task.id()), est, now, cpu));
         Some(p.task)

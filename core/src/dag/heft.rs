@@ -45,7 +45,7 @@
 //! Without that exception, LU on SIMULATED sirocco took 1214 ms instead of
 //! 1153 (docs/results.md, eleventh round).
 
-use super::{Backlog, DagTask, DagWorker, HELD, by_speedup, concurrent_share};
+use super::{Backlog, DATA_PENALTY, DagTask, DagWorker, HELD, by_speedup, concurrent_share};
 
 /// Places the batch (see the module documentation); [`HELD`] for a task
 /// held for room, `usize::MAX` for a task no worker has a cost for.
@@ -69,14 +69,15 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
             let raw = t.transfer_s.get(w).copied().unwrap_or(0.0);
             let others = coming - usize::from(inbound[w]);
             let ready = raw * concurrent_share(others, accelerators);
+            let penalty = raw * DATA_PENALTY;
             // A task that would wait past its slack may count only the
             // queued work it does not overtake (its priority or higher).
             let whole = lines[w].total();
-            let plain = whole + ready + c + raw;
+            let plain = whole + ready + c + penalty;
             let over = (whole + ready > t.slack_s)
                 .then(|| lines[w].ahead_of(t.priority))
                 .filter(|&a| a < whole)
-                .map(|a| a + ready + c + raw);
+                .map(|a| a + ready + c + penalty);
             plain.is_finite().then_some((w, plain, over, c))
         }));
         // It overtakes only where that gains it at least the time it

@@ -218,6 +218,12 @@ fn by_speedup(tasks: &[DagTask], workers: &[DagWorker], of: &mut [usize]) {
     });
 }
 
+/// `dmda`'s data penalty `β` (StarPU's default, 1): HEFT adds `β` times a
+/// task's predicted transfer to a worker's finish when it chooses the
+/// worker, and a CPU worker's steal under HEFT counts it too
+/// ([`graph::GraphSched::set_data_penalty`]).
+pub(crate) const DATA_PENALTY: f64 = 1.0;
+
 /// The part of StarPU's transfer prediction to count when `others`
 /// workers besides the candidate have data on its way: StarPU predicts
 /// every transfer as if all `accelerators` shared the bus at once, so a
