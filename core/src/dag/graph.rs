@@ -54,9 +54,9 @@ pub const ACTIVATIONS_PER_POP: usize = 4;
 /// worker would start it by its latest start) only if it finishes it
 /// sooner than that worker by this much of its own time there: the steal
 /// gives up the input already prefetched to the victim and moves it again.
-/// CPU workers, and late or unranked tasks, are stolen for any gain (a
-/// CPU worker's gain counts the data penalty when placement charges it:
-/// [`GraphSched::set_data_penalty`]).
+/// A CPU worker steals for any gain, and so does an accelerator when the
+/// task is late or unranked (a CPU worker's gain counts the data penalty
+/// when placement charges it: [`GraphSched::set_data_penalty`]).
 pub const ACCELERATOR_STEAL_MARGIN: f64 = 0.5;
 
 /// One scheduling context under a task-graph policy: everything but the
