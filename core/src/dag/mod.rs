@@ -18,10 +18,13 @@
 //!   tasks ([`decide::GraphTask`]) and our models' predictions;
 //! * [`graph`]: the scheduler the adapter locks (ready list, lines,
 //!   members) and a worker's pop as locked steps.
+//! * [`record`] and [`bound`]: the graph a run executed (`PLB_GRAPH`) and
+//!   a lower bound on its makespan that keeps the dependencies.
 //!
 //! `docs/balancers.md`, "Task graphs", states what is decided where and
 //! what one activation costs.
 
+pub mod bound;
 pub mod dada;
 pub mod decide;
 pub mod graph;
@@ -29,6 +32,7 @@ pub mod heft;
 pub mod lines;
 pub mod rank;
 pub mod ready;
+pub mod record;
 
 use crate::balance::WorkerKind;
 
