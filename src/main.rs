@@ -4,6 +4,7 @@
 //! options live next to its code. Exit statuses: see [`cli`].
 
 mod apps;
+mod bound;
 mod cli;
 mod compare;
 mod experiment;
@@ -55,6 +56,9 @@ enum Commands {
     /// StarPU's applications (Cholesky, LU, GEMM) on SIMULATED GPU machines
     /// (StarPU-SimGrid), under our policies and StarPU's
     Simgrid(simgrid::Command),
+    /// A lower bound on the makespan of task graphs recorded with PLB_GRAPH
+    /// (dependencies kept, transfers not counted)
+    Bound(bound::Command),
     /// One run of `plb experiment balance` (a child process)
     #[command(name = "__balance-run", hide = true)]
     BalanceRun(experiment::balance::ChildArgs),
@@ -123,6 +127,7 @@ fn dispatch(command: Commands) -> Result<ExitCode, Failure> {
         }
         Commands::Simulate(cmd) => cmd.run(),
         Commands::Simgrid(cmd) => cmd.run(),
+        Commands::Bound(cmd) => cmd.run(),
         Commands::BalanceRun(args) => {
             args.run()?;
             Ok(ExitCode::SUCCESS)

@@ -18,6 +18,7 @@
 //! * [`locked_lines`]: each worker's queue behind its own lock (task mode
 //!   and the task-graph policies).
 //! * [`fifo`], [`stats`]: plain data structures the policies use.
+//! * [`trace`], [`graph_record`]: the `PLB_TRACE` and `PLB_GRAPH` files.
 
 // Linked statically into a program with StarPU (PLB_EMBEDDED=1, see
 // build.rs), the interposed StarPU entry points are not exported, and what
@@ -33,6 +34,7 @@ pub mod divisible;
 pub mod emulation_spec;
 pub mod fifo;
 pub mod gauges;
+pub mod graph_record;
 pub mod hold_time;
 pub mod locked_lines;
 pub mod model_file;

@@ -82,8 +82,11 @@ impl Row<'_> {
     }
 }
 
-/// A CSV trace file.
+/// A CSV file of rows streamed from any thread (`PLB_TRACE`'s, and
+/// `PLB_GRAPH`'s: [`crate::graph_record`]).
 pub struct Trace {
+    /// The variable that named it (for messages).
+    env: &'static str,
     out: Mutex<Sink>,
 }
 
@@ -95,11 +98,18 @@ struct Sink {
 }
 
 impl Trace {
-    /// Creates (truncates) `path` and writes the header.
+    /// Creates (truncates) `path` and writes the trace's header.
     pub fn create(path: &str) -> std::io::Result<Trace> {
+        Trace::create_with(ENV, path, HEADER)
+    }
+
+    /// Creates (truncates) `path`, named by variable `env`, and writes
+    /// `header`.
+    pub fn create_with(env: &'static str, path: &str, header: &str) -> std::io::Result<Trace> {
         let mut writer = BufWriter::new(File::create(path)?);
-        writeln!(writer, "{HEADER}")?;
+        writeln!(writer, "{header}")?;
         Ok(Trace {
+            env,
             out: Mutex::new(Sink {
                 writer,
                 rows: 0,
@@ -117,9 +127,14 @@ impl Trace {
     /// Appends one row (dropped beyond [`MAX_ROWS`] or after a write error,
     /// which is reported once).
     pub fn write(&self, row: &Row<'_>) {
+        self.write_line(&row.csv());
+    }
+
+    /// Appends one line formatted by the caller (no newline), as
+    /// [`Trace::write`].
+    pub fn write_line(&self, line: &str) {
         // Formatted before the lock; the lock is taken as StarPU requires
         // of code on a worker (relaxed: workers can still be woken).
-        let line = row.csv();
         let mut s = relaxed_lock(&self.out);
         if s.failed {
             return;
@@ -129,7 +144,10 @@ impl Trace {
             return;
         }
         if let Err(e) = writeln!(s.writer, "{line}") {
-            eprintln!("plb: error: writing the {ENV} file failed: {e}; tracing stops");
+            eprintln!(
+                "plb: error: writing the {} file failed: {e}; it stops",
+                self.env
+            );
             s.failed = true;
             return;
         }
@@ -141,15 +159,18 @@ impl Trace {
         let mut s = relaxed_lock(&self.out);
         if s.dropped > 0 {
             eprintln!(
-                "plb: warning: {ENV}: {} rows beyond the {MAX_ROWS}-row limit were not written",
-                s.dropped
+                "plb: warning: {}: {} rows beyond the {MAX_ROWS}-row limit were not written",
+                self.env, s.dropped
             );
             s.dropped = 0;
         }
         if !s.failed
             && let Err(e) = s.writer.flush()
         {
-            eprintln!("plb: error: writing the {ENV} file failed: {e}; tracing stops");
+            eprintln!(
+                "plb: error: writing the {} file failed: {e}; it stops",
+                self.env
+            );
             s.failed = true;
         }
     }
@@ -160,40 +181,71 @@ impl Trace {
     }
 }
 
-static GLOBAL: Mutex<Option<&'static Trace>> = Mutex::new(None);
-static OPENED_PATH: Mutex<Option<String>> = Mutex::new(None);
+/// A CSV file named by an environment variable, opened once per process
+/// and path.
+pub struct NamedFile {
+    env: &'static str,
+    header: &'static str,
+    open: Mutex<Option<(&'static Trace, String)>>,
+}
+
+impl NamedFile {
+    /// The file `env` names, with `header`.
+    pub const fn new(env: &'static str, header: &'static str) -> NamedFile {
+        NamedFile {
+            env,
+            header,
+            open: Mutex::new(None),
+        }
+    }
+
+    /// Opens the file the variable names (a later call with the same value
+    /// reuses it). `Ok(None)` when the variable is unset or empty; an error
+    /// message when the file cannot be created.
+    pub fn open_from_env(&self) -> Result<Option<&'static Trace>, String> {
+        let env = self.env;
+        let Some(path) = std::env::var(env).ok().filter(|p| !p.trim().is_empty()) else {
+            return Ok(None);
+        };
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((t, p)) = open.as_ref() {
+            if *p == path {
+                return Ok(Some(*t));
+            }
+            t.flush();
+        }
+        let file = Trace::create_with(env, &path, self.header).map_err(|e| {
+            format!("{env}={path:?} cannot be created: {e} (expected a writable file path)")
+        })?;
+        // Leaked on purpose: rows may be written until the process exits,
+        // from any thread; the file is flushed at every deinit and run end.
+        let file: &'static Trace = Box::leak(Box::new(file));
+        *open = Some((file, path));
+        Ok(Some(file))
+    }
+
+    /// The open file, if the variable named one and it could be created.
+    pub fn current(&self) -> Option<&'static Trace> {
+        self.open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|(t, _)| *t)
+    }
+}
+
+static TRACE_FILE: NamedFile = NamedFile::new(ENV, HEADER);
 
 /// Opens the file named by `PLB_TRACE` (once per process and path; a later
 /// call with the same value reuses it). `Ok(None)` when the variable is
 /// unset or empty; an error message when the file cannot be created.
 pub fn open_from_env() -> Result<Option<&'static Trace>, String> {
-    let Some(path) = std::env::var(ENV).ok().filter(|p| !p.trim().is_empty()) else {
-        return Ok(None);
-    };
-    let mut global = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut opened = OPENED_PATH.lock().unwrap_or_else(|e| e.into_inner());
-    if let (Some(t), Some(p)) = (*global, opened.as_deref())
-        && p == path
-    {
-        return Ok(Some(t));
-    }
-    if let Some(old) = *global {
-        old.flush();
-    }
-    let trace = Trace::create(&path).map_err(|e| {
-        format!("{ENV}={path:?} cannot be created: {e} (expected a writable file path)")
-    })?;
-    // Leaked on purpose: rows may be written until the process exits, from
-    // any thread; the file is flushed at every deinit and run end.
-    let trace: &'static Trace = Box::leak(Box::new(trace));
-    *global = Some(trace);
-    *opened = Some(path);
-    Ok(Some(trace))
+    TRACE_FILE.open_from_env()
 }
 
 /// The open trace, if `PLB_TRACE` named one and it could be created.
 pub fn current() -> Option<&'static Trace> {
-    *GLOBAL.lock().unwrap_or_else(|e| e.into_inner())
+    TRACE_FILE.current()
 }
 
 #[cfg(test)]

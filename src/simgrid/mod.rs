@@ -224,11 +224,35 @@ pub struct Row {
     pub verdict: Result<(), String>,
 }
 
-/// The LP area bound of one (machine, case): StarPU's `-bound` option.
+/// The bounds of one (machine, case): StarPU's LP area bound (`-bound`)
+/// and ours, of the graph recorded by the first run of one of our
+/// policies (`PLB_GRAPH`, [`plb_core::dag::bound`]).
 pub struct Bound {
     pub machine: String,
     pub case: Case,
     pub ms: Option<f64>,
+    pub graph: Option<plb_core::dag::bound::Bound>,
+}
+
+/// The bound of the graph a run recorded in `file` (`None`, said on
+/// stderr, when the file is missing or unusable).
+fn graph_bound(file: &std::path::Path, label: &str) -> Option<plb_core::dag::bound::Bound> {
+    let found = std::fs::read_to_string(file)
+        .map_err(|e| format!("{}: {e}", file.display()))
+        .and_then(|text| plb_core::dag::record::parse(&text))
+        .and_then(|rec| {
+            plb_core::dag::bound::lower_bound_of_epochs(
+                &rec.epochs,
+                plb_core::dag::bound::DEFAULT_GRID,
+            )
+        });
+    match found {
+        Ok(b) => Some(b),
+        Err(e) => {
+            eprintln!("simgrid: {label}: no graph bound: {e}");
+            None
+        }
+    }
 }
 
 impl Command {
@@ -341,6 +365,7 @@ impl Command {
                     machine: machine.label(),
                     case: *case,
                     ms: eager.bound_ms,
+                    graph: None,
                 });
                 let reference = eager.executed;
                 // heteroprio's auto-calibration learns across runs: give it
@@ -459,7 +484,17 @@ impl Command {
                         env.push(("PLB_MODEL_DIR".to_string(), dir.display().to_string()));
                         runs.push((cold_label(v), &v.name, true, env, tag));
                     }
-                    for (policy, name, ours, env, tag) in runs {
+                    // The first run of ours records the graph for the bound.
+                    let mut graph_file = None;
+                    for (policy, name, ours, mut env, tag) in runs {
+                        if rep == 0 && ours && graph_file.is_none() {
+                            let file = setup.scratch.join(format!("{tag}-graph.csv"));
+                            env.push((
+                                starpu_plb::graph_record::ENV.to_string(),
+                                file.display().to_string(),
+                            ));
+                            graph_file = Some(file);
+                        }
                         let request = Request {
                             case,
                             policy: name,
@@ -485,6 +520,9 @@ impl Command {
                             outcome,
                             verdict,
                         });
+                    }
+                    if let (Some(file), Some(b)) = (graph_file, bounds.last_mut()) {
+                        b.graph = graph_bound(&file, &label);
                     }
                 }
             }

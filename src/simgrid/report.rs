@@ -146,6 +146,30 @@ pub fn write(
     }
     save("simgrid.csv", &csv, &mut written)?;
 
+    // The bounds of each (machine, case).
+    let mut bounds_csv =
+        String::from("machine,case,n,tile,lp_area_ms,graph_bound_ms,graph_area_ms,graph_path_ms\n");
+    for b in bounds {
+        let g = |f: fn(&plb_core::dag::bound::Bound) -> f64| {
+            b.graph
+                .as_ref()
+                .map_or(String::new(), |g| format!("{:.1}", f(g)))
+        };
+        let _ = writeln!(
+            bounds_csv,
+            "{},{},{},{},{},{},{},{}",
+            b.machine,
+            b.case.app_name(),
+            b.case.n,
+            b.case.tile,
+            b.ms.map_or(String::new(), |v| format!("{v:.1}")),
+            g(|g| g.ms),
+            g(|g| g.area_ms),
+            g(|g| g.path_ms)
+        );
+    }
+    save("bounds.csv", &bounds_csv, &mut written)?;
+
     // Tables, one per (machine, case), and the plots' data.
     let mut groups: BTreeMap<(String, String), Vec<&Row>> = BTreeMap::new();
     let mut order: Vec<(String, String)> = Vec::new();
@@ -163,7 +187,10 @@ pub fn write(
          sampled on each machine. ms: simulated makespan (as the program prints it for the \
          factorisations; for the GEMM, its 10 iterations, from the GFlop/s it prints), median over the repetitions [min–max] (SimGrid runs are deterministic: equal repetitions show one value). \
          GiB moved: STARPU_BUS_STATS's total. bound/ms: StarPU's LP area bound (`-bound`, no \
-         dependencies) over the median makespan, 1 being unreachable in general. GPU tasks: \
+         dependencies) over the median makespan, 1 being unreachable in general. graph bound/ms: \
+         our lower bound of the task graph the first run of our policies recorded (`PLB_GRAPH`, \
+         `plb bound`: dependencies kept, each task's duration from StarPU's models, data \
+         transfers not counted) over the median makespan. GPU tasks: \
          share of the tasks run by CUDA workers. Models: StarPU's model-based policies (dmda, dmdas, \
          modular-heft...) use the sampled, i.e. calibrated, models; heteroprio had unmeasured \
          auto-calibration runs until its makespan repeated (at most 5); our plb-heft, dada and \
@@ -177,10 +204,11 @@ pub fn write(
     for key in &order {
         let (machine, case) = key;
         let group = &groups[key];
-        let bound = bounds
+        let found = bounds
             .iter()
-            .find(|b| &b.machine == machine && &b.case.label() == case)
-            .and_then(|b| b.ms);
+            .find(|b| &b.machine == machine && &b.case.label() == case);
+        let bound = found.and_then(|b| b.ms);
+        let graph = found.and_then(|b| b.graph);
         // StarPU's best median in this group (its policies: not ours).
         let starpu_best = policies
             .iter()
@@ -197,9 +225,9 @@ pub fn write(
         let _ = write!(
             md,
             "\n## SIMULATED (StarPU-SimGrid, machine {machine}): {} N={} ({}x{} tiles of {}, {} tasks)\n\n\
-             LP area bound: {}. StarPU's best: {}.\n\n\
-             | policy | ms | vs StarPU's best | GFlop/s | GiB moved | bound/ms | GPU tasks | runs |\n\
-             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+             LP area bound: {}. Graph bound: {}. StarPU's best: {}.\n\n\
+             | policy | ms | vs StarPU's best | GFlop/s | GiB moved | bound/ms | graph bound/ms | GPU tasks | runs |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
             first.app_name(),
             first.n,
             first.blocks(),
@@ -210,6 +238,10 @@ pub fn write(
                 .executed
                 .map_or("?".to_string(), |n| n.to_string()),
             bound.map_or("not available".to_string(), |b| format!("{b:.0} ms")),
+            graph.map_or("not available".to_string(), |g| format!(
+                "{:.0} ms (its area bound {:.0}, critical path {:.0})",
+                g.ms, g.area_ms, g.path_ms
+            )),
             starpu_best
                 .as_ref()
                 .map_or("none run".to_string(), |(ms, p)| format!("{p}, {ms:.0} ms")),
@@ -251,11 +283,12 @@ pub fn write(
                     }
                     let _ = writeln!(
                         md,
-                        "| {name} | {ms} | {} | {:.1} | {:.2} | {} | {} | {}{} |",
+                        "| {name} | {ms} | {} | {:.1} | {:.2} | {} | {} | {} | {}{} |",
                         vs.map_or("-".into(), |v| format!("{v:.3}")),
                         s.gflops,
                         s.gib,
                         bound.map_or("-".into(), |b| format!("{:.2}", b / s.ms.0)),
+                        graph.map_or("-".into(), |g| format!("{:.2}", g.ms / s.ms.0)),
                         s.gpu_share
                             .map_or("-".into(), |g| format!("{:.0}%", 100.0 * g)),
                         s.runs,
@@ -273,7 +306,7 @@ pub fn write(
                         .find_map(|r| r.verdict.as_ref().err())
                         .cloned()
                         .unwrap_or_else(|| "not run".into());
-                    let _ = writeln!(md, "| {name} | failed: {why} | | | | | | 0 |");
+                    let _ = writeln!(md, "| {name} | failed: {why} | | | | | | | 0 |");
                     bars.push((0.0, 0.0));
                 }
             }

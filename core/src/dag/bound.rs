@@ -97,6 +97,27 @@ pub fn lower_bound(graph: &BoundGraph, grid: usize) -> Result<Bound, String> {
     })
 }
 
+/// The bound of a run made of `epochs` one after the other (each starts
+/// only once the previous one has completed): the sum of their bounds
+/// (and of their area bounds and critical paths).
+pub fn lower_bound_of_epochs(epochs: &[BoundGraph], grid: usize) -> Result<Bound, String> {
+    epochs.iter().try_fold(
+        Bound {
+            ms: 0.0,
+            area_ms: 0.0,
+            path_ms: 0.0,
+        },
+        |sum, g| {
+            let b = lower_bound(g, grid)?;
+            Ok(Bound {
+                ms: sum.ms + b.ms,
+                area_ms: sum.area_ms + b.area_ms,
+                path_ms: sum.path_ms + b.path_ms,
+            })
+        },
+    )
+}
+
 /// The largest `t` in `[lo, hi]` found infeasible (`lo` when none is): a
 /// makespan `feasible` refuses is a lower bound. `feasible` is monotone
 /// and true at `hi`.
@@ -447,6 +468,18 @@ mod tests {
         assert!(close(b.area_ms, 8.5), "{b:?}");
         assert!(close(b.path_ms, 7.0), "{b:?}");
         assert!(close(b.ms, 11.0), "{b:?}");
+    }
+
+    #[test]
+    fn epochs_add_up() {
+        let one = BoundGraph {
+            workers: vec![2],
+            tasks: vec![task(&[Some(3.0)], &[1]), task(&[Some(2.0)], &[])],
+        };
+        let b = lower_bound_of_epochs(&[one.clone(), one], 8).unwrap();
+        assert!(close(b.ms, 10.0), "{b:?}");
+        assert!(close(b.path_ms, 10.0), "{b:?}");
+        assert!(close(b.area_ms, 5.0), "{b:?}");
     }
 
     #[test]

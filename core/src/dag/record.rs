@@ -1,8 +1,8 @@
 //! The `PLB_GRAPH` file: the task graph a run executed, one CSV row per
-//! task, written by the adapter as each task ends, read back as a
-//! [`BoundGraph`] for [`super::bound`].
+//! task, written by the adapter as each task ends, read back as the
+//! [`BoundGraph`] of each epoch for [`super::bound`].
 //!
-//! Columns: `task,worker,start_s,end_s,expected_ms,successors`.
+//! Columns: `task,worker,start_s,end_s,expected_ms,successors,outstanding`.
 //!
 //! * `task`: the task's address (hex). An address names a task only while
 //!   it is alive, so a successor named in row `i` is the first row after
@@ -17,13 +17,26 @@
 //!   StarPU-SimGrid runs it for.
 //! * `successors`: the addresses of the successors StarPU knew when it
 //!   ended, separated by `;`.
+//! * `pushed_s`: when StarPU pushed it to the policy (it became ready),
+//!   seconds; empty when unknown.
+//!
+//! **Epochs.** Where no recorded edge leads from the rows before a cut to
+//! those after it, and every task before it had ended by the time the
+//! first task after it was pushed (nothing ran or was ready at that
+//! moment: the application had not submitted the rest yet, as StarPU's
+//! GEMM example, which waits for all its tasks after each iteration), the
+//! rows after the cut form a new epoch. A bound of the run is then the sum
+//! of its epochs' bounds: this takes the application's waits as given (an
+//! application that merely submitted late would, in another run, be bound
+//! only by the whole graph). A row whose push time is unknown allows no
+//! cut before it.
 
 use std::collections::HashMap;
 
 use super::bound::{BoundGraph, BoundTask};
 
 /// The header line.
-pub const HEADER: &str = "task,worker,start_s,end_s,expected_ms,successors";
+pub const HEADER: &str = "task,worker,start_s,end_s,expected_ms,successors,pushed_s";
 
 /// One row of the file.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +53,8 @@ pub struct RecordRow {
     pub expected_ms: Vec<(String, f64)>,
     /// The successors' addresses.
     pub successors: Vec<usize>,
+    /// When it was pushed to the policy, seconds, if known.
+    pub pushed_s: Option<f64>,
 }
 
 impl RecordRow {
@@ -52,13 +67,14 @@ impl RecordRow {
             .collect();
         let successors: Vec<String> = self.successors.iter().map(|a| format!("{a:x}")).collect();
         format!(
-            "{:x},{},{:.6},{:.6},{},{}",
+            "{:x},{},{:.6},{:.6},{},{},{}",
             self.task,
             self.worker,
             self.start_s,
             self.end_s,
             expected.join(";"),
-            successors.join(";")
+            successors.join(";"),
+            self.pushed_s.map_or(String::new(), |p| format!("{p:.6}"))
         )
     }
 }
@@ -66,8 +82,9 @@ impl RecordRow {
 /// A recorded graph, ready for the bound.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recorded {
-    /// The graph: kind `k` of [`BoundGraph::workers`] is `kinds[k]`.
-    pub graph: BoundGraph,
+    /// The graph of each epoch, in order: kind `k` of
+    /// [`BoundGraph::workers`] is `kinds[k]` in every one.
+    pub epochs: Vec<BoundGraph>,
     /// The kinds' names (`cpu`, `cuda`...), in order of first appearance.
     pub kinds: Vec<String>,
     /// From the first start to the last end, milliseconds.
@@ -99,9 +116,9 @@ fn number(field: &str, what: &str, line: usize) -> Result<f64, String> {
 /// Parses one data line (`line` is its 1-based number, for messages).
 fn parse_row(text: &str, line: usize) -> Result<RecordRow, String> {
     let fields: Vec<&str> = text.split(',').collect();
-    if fields.len() != 6 {
+    if fields.len() != 7 {
         return Err(format!(
-            "line {line}: {} fields, expected 6 ({HEADER})",
+            "line {line}: {} fields, expected 7 ({HEADER})",
             fields.len()
         ));
     }
@@ -131,12 +148,16 @@ fn parse_row(text: &str, line: usize) -> Result<RecordRow, String> {
         end_s: number(fields[3], "end", line)?,
         expected_ms,
         successors,
+        pushed_s: match fields[6].trim() {
+            "" => None,
+            p => Some(number(p, "push time", line)?),
+        },
     })
 }
 
-/// Reads a `PLB_GRAPH` file's text: the graph with each task's duration
-/// per kind (its fastest worker of the kind) and the workers per kind
-/// (those named in any row).
+/// Reads a `PLB_GRAPH` file's text: the graph of each epoch, with each
+/// task's duration per kind (its fastest worker of the kind) and the
+/// workers per kind (those named in any row).
 pub fn parse(text: &str) -> Result<Recorded, String> {
     let mut lines = text.lines().enumerate();
     match lines.next() {
@@ -191,16 +212,44 @@ pub fn parse(text: &str) -> Result<Recorded, String> {
         tasks.push(BoundTask { ms, successors });
     }
     tasks.reverse();
+    // Epochs: a cut before row j when no edge leads from the rows before
+    // it to the rows from j on, and the rows before it all ended by the
+    // earliest push of the rows from j on.
+    let mut earliest_push = vec![f64::NEG_INFINITY; rows.len() + 1];
+    earliest_push[rows.len()] = f64::INFINITY;
+    for (j, row) in rows.iter().enumerate().rev() {
+        earliest_push[j] = row
+            .pushed_s
+            .map_or(f64::NEG_INFINITY, |p| p.min(earliest_push[j + 1]));
+    }
+    let mut epochs = Vec::new();
+    let (mut first, mut ended, mut reach) = (0, f64::NEG_INFINITY, 0);
+    for (i, row) in rows.iter().enumerate() {
+        ended = ended.max(row.end_s);
+        reach = tasks[i].successors.iter().copied().fold(reach, usize::max);
+        if i + 1 == rows.len() || (reach <= i && ended <= earliest_push[i + 1]) {
+            let end = i + 1;
+            let part = tasks[first..end]
+                .iter()
+                .map(|t| BoundTask {
+                    ms: t.ms.clone(),
+                    successors: t.successors.iter().map(|&s| s - first).collect(),
+                })
+                .collect();
+            epochs.push(BoundGraph {
+                workers: workers.iter().map(Vec::len).collect(),
+                tasks: part,
+            });
+            first = end;
+        }
+    }
     let start = rows.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min);
     let end = rows
         .iter()
         .map(|r| r.end_s)
         .fold(f64::NEG_INFINITY, f64::max);
     Ok(Recorded {
-        graph: BoundGraph {
-            workers: workers.iter().map(Vec::len).collect(),
-            tasks,
-        },
+        epochs,
         kinds,
         span_ms: if rows.is_empty() {
             0.0
@@ -223,6 +272,7 @@ mod tests {
             end_s: 0.001,
             expected_ms: expected.iter().map(|(w, m)| (w.to_string(), *m)).collect(),
             successors: successors.to_vec(),
+            pushed_s: None,
         }
     }
 
@@ -244,10 +294,11 @@ mod tests {
             end_s: 0.5,
             expected_ms: vec![("cpu0".into(), 103.2), ("cuda1".into(), 46.5)],
             successors: vec![0x10, 0xff],
+            pushed_s: Some(0.125),
         };
         assert_eq!(
             r.csv(),
-            "55d0c2a0,cuda1,0.250000,0.500000,cpu0=103.2000;cuda1=46.5000,10;ff"
+            "55d0c2a0,cuda1,0.250000,0.500000,cpu0=103.2000;cuda1=46.5000,10;ff,0.125000"
         );
         assert_eq!(parse_row(&r.csv(), 2).unwrap(), r);
     }
@@ -265,21 +316,53 @@ mod tests {
         ]);
         let r = parse(&text).unwrap();
         assert_eq!(r.kinds, vec!["cpu".to_string(), "cuda".to_string()]);
-        assert_eq!(r.graph.workers, vec![2, 1]);
-        assert_eq!(r.graph.tasks[0].successors, vec![1]);
-        assert_eq!(r.graph.tasks[1].successors, vec![2]);
-        assert_eq!(r.graph.tasks[0].ms, vec![Some(1.5), Some(0.5)]);
-        assert_eq!(r.graph.tasks[1].ms, vec![Some(3.0), None]);
+        assert_eq!(r.epochs.len(), 1);
+        let g = &r.epochs[0];
+        assert_eq!(g.workers, vec![2, 1]);
+        assert_eq!(g.tasks[0].successors, vec![1]);
+        assert_eq!(g.tasks[1].successors, vec![2]);
+        assert_eq!(g.tasks[0].ms, vec![Some(1.5), Some(0.5)]);
+        assert_eq!(g.tasks[1].ms, vec![Some(3.0), None]);
         assert_eq!(r.unresolved, 1);
         assert!((r.span_ms - 1.0).abs() < 1e-9);
     }
 
     #[test]
+    fn a_push_after_everything_before_ended_starts_an_epoch() {
+        // a -> b (pushed as a ended: an edge, no cut), then c -> d pushed
+        // once b had ended; then e, pushed while d ran: no cut before e.
+        let mut rows = vec![
+            row(0xa, &[0xb], &[("cuda0", 1.0)]),
+            row(0xb, &[], &[("cuda0", 1.0)]),
+            row(0xc, &[0xd], &[("cuda0", 1.0)]),
+            row(0xd, &[], &[("cuda0", 1.0)]),
+            row(0xe, &[], &[("cuda0", 1.0)]),
+        ];
+        let times = [
+            (0.0, 1.0, 0.0),
+            (1.0, 2.0, 1.0),
+            (2.5, 3.0, 2.5),
+            (3.0, 4.0, 3.0),
+            (4.0, 5.0, 3.5),
+        ];
+        for (r, (start, end, pushed)) in rows.iter_mut().zip(times) {
+            (r.start_s, r.end_s, r.pushed_s) = (start, end, Some(pushed));
+        }
+        let r = parse(&file(&rows)).unwrap();
+        let sizes: Vec<usize> = r.epochs.iter().map(|g| g.tasks.len()).collect();
+        assert_eq!(sizes, vec![2, 3]);
+        assert_eq!(r.epochs[1].tasks[0].successors, vec![1]);
+        // An unknown push time allows no cut.
+        rows[2].pushed_s = None;
+        assert_eq!(parse(&file(&rows)).unwrap().epochs.len(), 1);
+    }
+
+    #[test]
     fn bad_files_say_what_is_wrong() {
         assert!(parse("kind,source\n").unwrap_err().contains("header"));
-        let bad = format!("{HEADER}\nzz,cpu0,0,1,cpu0=1,\n");
+        let bad = format!("{HEADER}\nzz,cpu0,0,1,cpu0=1,,1\n");
         assert!(parse(&bad).unwrap_err().contains("line 2"));
-        let bad = format!("{HEADER}\na,cpu0,0,1,cpu0,\n");
+        let bad = format!("{HEADER}\na,cpu0,0,1,cpu0,,1\n");
         assert!(parse(&bad).unwrap_err().contains("worker=ms"));
     }
 }

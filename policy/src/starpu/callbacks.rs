@@ -25,6 +25,10 @@ pub(crate) struct Instance<P> {
     /// `PLB_SUMMARY` or `PLB_TRACE` asks for task sizes.
     observe: bool,
     trace: Option<&'static Trace>,
+    /// The `PLB_GRAPH` file, if one is written.
+    graph: Option<&'static Trace>,
+    /// When each task was pushed (kept only for `PLB_GRAPH`).
+    pushed: StartTimes,
 }
 
 /// The instance of context `ctx`, if `init_sched` succeeded.
@@ -74,6 +78,8 @@ pub(crate) unsafe extern "C" fn init_sched<P: SchedPolicy>(ctx: c_uint) {
             starts: StartTimes::default(),
             observe: trace.is_some() || summary_requested(),
             trace,
+            graph: crate::graph_record::current(),
+            pushed: StartTimes::default(),
         });
         if !info.is_central_fifo() {
             // Priority-ordered queues: let the application use any integer
@@ -129,8 +135,8 @@ pub(crate) unsafe extern "C" fn deinit_sched<P: SchedPolicy>(ctx: c_uint) {
                 now_us(),
             ));
         }
-        if let Some(t) = instance.trace {
-            t.flush();
+        for file in [instance.trace, instance.graph].into_iter().flatten() {
+            file.flush();
         }
         crate::diagnostics::note_abandoned(left.len());
         left.into_iter().for_each(Task::abandon);
@@ -151,6 +157,9 @@ pub(crate) unsafe extern "C" fn push_task<P: SchedPolicy>(task: *mut sys::starpu
         match unsafe { instance::<P>(ctx.0) } {
             Some(inst) => {
                 inst.stats.note_pushed();
+                if inst.graph.is_some() {
+                    inst.pushed.start(token.addr(), now_us());
+                }
                 Ok(inst.policy.push(ctx, token))
             }
             None => {
@@ -245,6 +254,19 @@ pub(crate) unsafe extern "C" fn post_exec_hook<P: SchedPolicy>(
                 predicted_s,
                 detail: &task.name(),
             });
+        }
+        if let (Some(file), Some(s)) = (inst.graph, start) {
+            let members = SchedCtx(ctx).workers();
+            let pushed = inst.pushed.finish(raw.as_ptr() as usize);
+            crate::graph_record::record(
+                file,
+                task,
+                SchedCtx(ctx),
+                worker,
+                &members,
+                pushed.map(|p| p / 1e6),
+                (s / 1e6, end / 1e6),
+            );
         }
         let ran_s = start.map(|_| busy_s);
         inst.policy.post_exec(SchedCtx(ctx), task, worker, ran_s)

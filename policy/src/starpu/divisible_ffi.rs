@@ -82,6 +82,12 @@ pub fn kinds_of(workers: &[super::WorkerId]) -> Vec<(super::WorkerId, WorkerKind
     workers.iter().copied().zip(worker_kinds(&ids)).collect()
 }
 
+/// `worker`'s label in files: its kind's name and StarPU id (`cuda0`).
+pub fn worker_label(worker: super::WorkerId) -> String {
+    let kind = worker_kinds(&[worker.0 as i32])[0];
+    format!("{}{}", kind.name(), worker.0)
+}
+
 /// The kind of each StarPU worker of `ids` ([`WorkerKind::Other`] for an
 /// id StarPU does not know, or when StarPU is not initialised).
 pub fn worker_kinds(ids: &[i32]) -> Vec<WorkerKind> {

@@ -138,18 +138,23 @@ fn abort_refused_name(msg: &str) -> ! {
     std::process::abort()
 }
 
-/// Validates the `PLB_*` tuning variables and opens `PLB_TRACE`: on an
-/// invalid value, one message naming the variable and what it accepts, and
-/// `-EINVAL` for `starpu_initialize` to return (never a silently altered
-/// value).
+/// Validates the `PLB_*` tuning variables and opens `PLB_TRACE` and
+/// `PLB_GRAPH`: on an invalid value, one message naming the variable and
+/// what it accepts, and `-EINVAL` for `starpu_initialize` to return (never
+/// a silently altered value).
 pub(crate) fn check_settings() -> Result<(), c_int> {
     if let Err(e) = crate::config::tuning_from_env() {
         eprintln!("plb: error: {e}");
         return Err(-libc::EINVAL);
     }
-    if let Err(msg) = crate::trace::open_from_env() {
-        eprintln!("plb: error: {msg}");
-        return Err(-libc::EINVAL);
+    for open in [
+        crate::trace::open_from_env,
+        crate::graph_record::open_from_env,
+    ] {
+        if let Err(msg) = open() {
+            eprintln!("plb: error: {msg}");
+            return Err(-libc::EINVAL);
+        }
     }
     Ok(())
 }

@@ -32,7 +32,7 @@ pub use ctx::{
     Membership, SchedCtx, WorkerId, drivers_block, now_us, prefetch_useful, relaxed_lock,
     starpu_version, tasks_outstanding, wake_now,
 };
-pub use divisible_ffi::{all_worker_ids, kinds_of, worker_kinds, worker_names};
+pub use divisible_ffi::{all_worker_ids, kinds_of, worker_kinds, worker_label, worker_names};
 pub use emulate_codelets::{ENV as EMULATE_ENV, emulate_after, emulation_in_force};
 pub use interpose::known_policies;
 pub(crate) use registry::policy_struct;

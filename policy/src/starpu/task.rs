@@ -322,6 +322,42 @@ impl TaskRef<'_> {
         (!s.is_empty()).then_some(s)
     }
 
+    /// StarPU's predicted milliseconds for the task on `worker` in context
+    /// `ctx` (`starpu_task_expected_length` on the worker's performance
+    /// archetype), the shortest over the implementations it can run there;
+    /// `None` when it can run none or StarPU has no prediction.
+    pub fn expected_ms_on(&self, worker: WorkerId, ctx: SchedCtx) -> Option<f64> {
+        let raw = self.raw.as_ptr();
+        (0..sys::STARPU_MAXIMPLEMENTATIONS)
+            .filter_map(|nimpl| {
+                // SAFETY: plain queries on a live task (StarPU only reads
+                // it and its models, under its own locks, and calls no
+                // policy hook); the archetype is StarPU's, for a worker of
+                // the context.
+                unsafe {
+                    if sys::starpu_worker_can_execute_task(worker.0, raw, nimpl) == 0 {
+                        return None;
+                    }
+                    let arch = sys::starpu_worker_get_perf_archtype(worker.0 as i32, ctx.0);
+                    if arch.is_null() {
+                        return None;
+                    }
+                    Some(sys::starpu_task_expected_length(raw, arch, nimpl))
+                }
+            })
+            .filter(|us| us.is_finite() && *us > 0.0)
+            .map(|us| us / 1e3)
+            .reduce(f64::min)
+    }
+
+    /// The addresses of its successors that go through a scheduler, in its
+    /// context, as StarPU knows them now (see [`GraphBelow::successors`]).
+    pub fn scheduled_successors(&self) -> Vec<usize> {
+        // SAFETY: the task is live for 'a and not completed (its own
+        // hooks are running), so its successors are live too.
+        unsafe { scheduled_successors(self.raw) }
+    }
+
     /// The task's address, which identifies it while it is alive.
     pub fn addr(&self) -> usize {
         self.raw.as_ptr() as usize
@@ -412,40 +448,9 @@ impl<'a> GraphBelow<'a> {
         let Some(raw) = self.raw(id) else {
             return Vec::new();
         };
-        // StarPU fills at most the room given and returns how many it
-        // filled (not how many there are): a full array is asked again with
-        // twice the room.
-        let mut out = vec![std::ptr::null_mut::<sys::starpu_task>(); 16];
-        loop {
-            let room = out.len();
-            // SAFETY: `raw` is a held task or a successor of one, not
-            // completed (see the type's documentation); StarPU only reads
-            // its successor list under its own lock and never calls back
-            // into the policy; `out` has room for `room` pointers.
-            let got = unsafe {
-                sys::starpu_task_get_task_scheduled_succs(
-                    raw.as_ptr(),
-                    room as u32,
-                    out.as_mut_ptr(),
-                )
-            };
-            let got = got.clamp(0, room as i32) as usize;
-            if got < room || room >= 1 << 16 {
-                out.truncate(got);
-                break;
-            }
-            out = vec![std::ptr::null_mut(); room * 2];
-        }
-        // SAFETY: `raw` and each non-null successor are live tasks (see the
-        // type's documentation); only their context field is read.
-        let ctx_of = |p: NonNull<sys::starpu_task>| unsafe { TaskRef::from_raw(p) }.sched_ctx();
-        let ctx = ctx_of(raw);
-        let ids: Vec<usize> = out
-            .into_iter()
-            .filter_map(NonNull::new)
-            .filter(|&p| ctx_of(p) == ctx)
-            .map(|p| p.as_ptr() as usize)
-            .collect();
+        // SAFETY: `raw` is a held task or a successor of one, not
+        // completed (see the type's documentation).
+        let ids = unsafe { scheduled_successors(raw) };
         self.known.extend(&ids);
         ids
     }
@@ -459,4 +464,41 @@ impl<'a> GraphBelow<'a> {
         let task = unsafe { TaskRef::from_raw(raw) };
         Some((task.codelet_key(), task.work_units()))
     }
+}
+
+/// The addresses of `raw`'s successors that go through a scheduler
+/// (`starpu_task_get_task_scheduled_succs`) in `raw`'s scheduling context.
+///
+/// # Safety
+/// `raw` and its successors must be live tasks for the call (a task not
+/// yet completed: its successors cannot have completed either).
+unsafe fn scheduled_successors(raw: NonNull<sys::starpu_task>) -> Vec<usize> {
+    // StarPU fills at most the room given and returns how many it filled
+    // (not how many there are): a full array is asked again with twice the
+    // room.
+    let mut out = vec![std::ptr::null_mut::<sys::starpu_task>(); 16];
+    loop {
+        let room = out.len();
+        // SAFETY: `raw` is live (the caller's contract); StarPU only reads
+        // its successor list under its own lock and never calls back into
+        // the policy; `out` has room for `room` pointers.
+        let got = unsafe {
+            sys::starpu_task_get_task_scheduled_succs(raw.as_ptr(), room as u32, out.as_mut_ptr())
+        };
+        let got = got.clamp(0, room as i32) as usize;
+        if got < room || room >= 1 << 16 {
+            out.truncate(got);
+            break;
+        }
+        out = vec![std::ptr::null_mut(); room * 2];
+    }
+    // SAFETY: `raw` and each non-null successor are live tasks (the
+    // caller's contract); only their context field is read.
+    let ctx_of = |p: NonNull<sys::starpu_task>| unsafe { TaskRef::from_raw(p) }.sched_ctx();
+    let ctx = ctx_of(raw);
+    out.into_iter()
+        .filter_map(NonNull::new)
+        .filter(|&p| ctx_of(p) == ctx)
+        .map(|p| p.as_ptr() as usize)
+        .collect()
 }
