@@ -10,10 +10,15 @@ use common::{plb, text};
 
 /// StarPU's hello_world example, when the examples package is installed.
 fn hello_world() -> Option<PathBuf> {
+    example("hello_world")
+}
+
+/// StarPU's example program `name`, when the examples package is installed.
+fn example(name: &str) -> Option<PathBuf> {
     let found = std::fs::read_dir("/usr/lib")
         .ok()?
         .filter_map(Result::ok)
-        .map(|e| e.path().join("starpu/examples/hello_world"))
+        .map(|e| e.path().join("starpu/examples").join(name))
         .find(|p| p.is_file());
     if found.is_none() {
         eprintln!("skipping: StarPU's examples (starpu-examples) are not installed");
@@ -388,4 +393,70 @@ fn simgrid_refuses_bad_cases_machines_and_a_missing_build() {
         assert!(text(&out).contains(message), "{args:?}: {}", text(&out));
     }
     let _ = std::fs::remove_dir_all(&empty);
+}
+
+#[test]
+fn plb_graph_records_every_task_of_a_real_graph_and_its_edges() {
+    let (Some(app), true) = (example("cholesky_implicit"), library_built()) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("plb-cli-graph-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let graph = dir.join("graph.csv");
+    let run = |calibrate: &str| {
+        plb()
+            .env("STARPU_HOME", &dir)
+            .env("STARPU_CALIBRATE", calibrate)
+            .env("PLB_GRAPH", &graph)
+            .args(["run", "--sched", "plb-heft", "--"])
+            .arg(&app)
+            .args(["-size", "960", "-nblocks", "4"])
+            .output()
+            .unwrap()
+    };
+    let out = run("1");
+    assert!(out.status.success(), "{}", text(&out));
+    let recorded = std::fs::read_to_string(&graph).unwrap();
+    // 4x4 tiles: 4 POTRF, 6 TRSM, 6 SYRK, 4 GEMM.
+    assert_eq!(recorded.lines().count(), 1 + 20, "{recorded}");
+    // StarPU predicts nothing before its models are calibrated: a few
+    // more calibrating runs (at most 10 samples per size are needed).
+    let mut parsed = plb_core::dag::record::parse(&recorded);
+    for _ in 0..12 {
+        if parsed.is_ok() {
+            break;
+        }
+        assert!(
+            parsed.as_ref().unwrap_err().contains("STARPU_CALIBRATE=1"),
+            "{parsed:?}"
+        );
+        assert!(run("1").status.success());
+        parsed = plb_core::dag::record::parse(&std::fs::read_to_string(&graph).unwrap());
+    }
+    let rec = parsed.expect("calibrated within 13 runs");
+    assert_eq!(rec.unresolved, 0);
+    // One submission, one epoch; every task but the first POTRF waits for
+    // another.
+    assert_eq!(rec.epochs.len(), 1);
+    let g = &rec.epochs[0];
+    let mut has_predecessor = vec![false; g.tasks.len()];
+    for t in &g.tasks {
+        for &s in &t.successors {
+            has_predecessor[s] = true;
+        }
+    }
+    assert_eq!(has_predecessor.iter().filter(|&&p| !p).count(), 1);
+    let out = plb().arg("bound").arg(&graph).output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let row: Vec<&str> = stdout.lines().nth(1).unwrap_or("").split(',').collect();
+    assert_eq!(row.get(1), Some(&"20"), "{stdout}");
+    let field = |i: usize| {
+        row.get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let (bound, area, path) = (field(4), field(5), field(6));
+    assert!(bound > 0.0 && bound >= area.max(path) * 0.999, "{stdout}");
 }

@@ -136,6 +136,13 @@ fn parse_row(text: &str, line: usize) -> Result<RecordRow, String> {
             Ok((w.to_string(), ms))
         })
         .collect::<Result<Vec<_>, String>>()?;
+    if expected_ms.is_empty() {
+        return Err(format!(
+            "line {line}: the task has no StarPU prediction on any worker (its codelet has no \
+             calibrated StarPU performance model: run the program with STARPU_CALIBRATE=1 \
+             until it has one)"
+        ));
+    }
     let successors = fields[5]
         .split(';')
         .filter(|p| !p.is_empty())
@@ -364,5 +371,7 @@ mod tests {
         assert!(parse(&bad).unwrap_err().contains("line 2"));
         let bad = format!("{HEADER}\na,cpu0,0,1,cpu0,,1\n");
         assert!(parse(&bad).unwrap_err().contains("worker=ms"));
+        let bad = format!("{HEADER}\na,cpu0,0,1,,,1\n");
+        assert!(parse(&bad).unwrap_err().contains("STARPU_CALIBRATE=1"));
     }
 }
