@@ -188,7 +188,7 @@ pub fn write(
          factorisations; for the GEMM, its 10 iterations, from the GFlop/s it prints), median over the repetitions [min–max] (SimGrid runs are deterministic: equal repetitions show one value). \
          GiB moved: STARPU_BUS_STATS's total. bound/ms: StarPU's LP area bound (`-bound`, no \
          dependencies) over the median makespan, 1 being unreachable in general. graph bound/ms: \
-         our lower bound of the task graph the first run of our policies recorded (`PLB_GRAPH`, \
+         our lower bound of the task graph one more run of our first policy recorded (`PLB_GRAPH`, \
          `plb bound`: dependencies kept, each task's duration from StarPU's models, data \
          transfers not counted) over the median makespan. GPU tasks: \
          share of the tasks run by CUDA workers. Models: StarPU's model-based policies (dmda, dmdas, \

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""StarPU's best and one of our policies against the bounds of each pair of
+the study: StarPU's LP area bound and our graph bound (`plb bound`).
+
+usage: scripts/study-bounds.py [--policy plb-heft] [--csv OUT] [--plot PNG]
+           DIR [SET ...]
+
+DIR holds one folder per SET (default: tuned untuned matrix-rest
+tiles-320), each written by `plb simgrid` with a simgrid.csv (the policy's
+rows) and a bounds.csv. StarPU's best for a pair is the fastest of StarPU's
+policies over every simgrid.csv under results/simgrid-study/ (as
+scripts/study-compare.py). Prints, per set, per application,
+per machine shape (1 GPU, 2, all) and over all, the geometric mean and the
+range of each makespan over the graph bound (1 would be a schedule as
+short as the bound), and how many pairs StarPU's best is within 1.05x of
+it (there, no policy can be 5 % faster than StarPU's best).
+"""
+
+import argparse
+import csv
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("study_compare", os.path.join(HERE, "study-compare.py"))
+compare = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(compare)
+
+
+def geo(v):
+    return math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--policy", default="plb-heft")
+    ap.add_argument("--csv")
+    ap.add_argument("--plot", help="PNG of every pair's makespans over the graph bound")
+    ap.add_argument("dir")
+    ap.add_argument("sets", nargs="*", default=["tuned", "untuned", "matrix-rest", "tiles-320"])
+    a = ap.parse_args()
+    best, _ = compare.starpu_best()
+    pairs = []
+    for s in a.sets:
+        folder = os.path.join(a.dir, s)
+        mine = compare.ours(folder, a.policy)
+        for b in csv.DictReader(open(os.path.join(folder, "bounds.csv"))):
+            k = compare.key(b)
+            if not b["graph_bound_ms"]:
+                sys.exit(f"no graph bound for {k} in set {s}")
+            if k not in best or (k, "after learning") not in mine:
+                sys.exit(f"no StarPU row or no {a.policy} row for {k} in set {s}")
+            pairs.append({
+                "set": s, "key": k, "best": best[k],
+                "ours": mine[(k, "after learning")][0],
+                "lp": float(b["lp_area_ms"]) if b["lp_area_ms"] else float("nan"),
+                "bound": float(b["graph_bound_ms"]),
+                "area": float(b["graph_area_ms"]), "path": float(b["graph_path_ms"]),
+            })
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["set", "machine", "case", "n", "tile", "starpu_best", "starpu_best_ms",
+                        "ours_ms", "lp_area_ms", "graph_bound_ms", "graph_area_ms",
+                        "graph_path_ms", "best_over_bound", "ours_over_bound"])
+            for p in pairs:
+                w.writerow([p["set"], *p["key"], p["best"][0], f"{p['best'][1]:g}",
+                            f"{p['ours']:g}", f"{p['lp']:g}", f"{p['bound']:g}",
+                            f"{p['area']:g}", f"{p['path']:g}",
+                            f"{p['best'][1] / p['bound']:.3f}", f"{p['ours'] / p['bound']:.3f}"])
+    print(f"| pairs | count | StarPU's best / graph bound: geometric mean [range] "
+          f"| {a.policy} / graph bound | StarPU's best within 1.05x of the bound "
+          f"| graph bound / LP area bound |")
+    print("| --- | ---: | --- | --- | ---: | ---: |")
+    groups = [(s, lambda p, s=s: p["set"] == s) for s in a.sets]
+    groups += [(app, lambda p, app=app: p["key"][1] == app) for app in ("cholesky", "lu", "gemm")]
+    gpus = lambda p: ("1 GPU" if ":ncuda=1" in p["key"][0] else
+                      "2 GPUs" if ":ncuda=2" in p["key"][0] else "all GPUs")
+    groups += [(g, lambda p, g=g: gpus(p) == g) for g in ("1 GPU", "2 GPUs", "all GPUs")]
+    groups += [("all", lambda p: True)]
+    for label, keep in groups:
+        sel = [p for p in pairs if keep(p)]
+        if not sel:
+            continue
+        rb = [p["best"][1] / p["bound"] for p in sel]
+        ro = [p["ours"] / p["bound"] for p in sel]
+        lp = [p["bound"] / p["lp"] for p in sel if p["lp"] == p["lp"]]
+        print(f"| {label} | {len(sel)} | {geo(rb):.3f} [{min(rb):.3f}–{max(rb):.3f}] "
+              f"| {geo(ro):.3f} [{min(ro):.3f}–{max(ro):.3f}] "
+              f"| {sum(r <= 1.05 for r in rb)} | {geo(lp):.3f} |")
+    if a.plot:
+        plot(pairs, a.plot, a.policy)
+
+
+def plot(pairs, png, policy):
+    """Each pair's StarPU best and ours over the graph bound, sorted by
+    application and StarPU's ratio."""
+    pairs = sorted(pairs, key=lambda p: (p["key"][1], p["best"][1] / p["bound"]))
+    with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as f:
+        for i, p in enumerate(pairs):
+            k = p["key"]
+            label = f"{k[0]} {k[1]} {k[2]}/{k[3]}".replace(" ", "_")
+            f.write(f"{i} {p['best'][1] / p['bound']:.4f} {p['ours'] / p['bound']:.4f} {label}\n")
+        data = f.name
+    script = f"""set terminal pngcairo size 1400,600 font ',9'
+set output '{png}'
+set termoption noenhanced
+set title 'Each pair of the study (SIMULATED): makespan over our graph bound (dependencies kept, transfers not counted)'
+set ylabel 'makespan / graph bound'
+set xtics rotate by 90 right font ',7'
+set grid ytics
+set key top left
+set yrange [0.95:*]
+plot '{data}' using 1:2:xtic(4) with points pt 6 ps 1.2 title "StarPU's best", \\
+     '' using 1:3 with points pt 7 ps 1.0 title '{policy}', \\
+     1.05 with lines dt 2 lc rgb 'red' title '1.05', 1 with lines lc rgb 'black' notitle
+"""
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    os.unlink(data)
+
+
+if __name__ == "__main__":
+    main()
