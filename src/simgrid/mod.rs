@@ -521,8 +521,8 @@ impl Command {
                 }
                 // One more run of our first policy records the graph for
                 // its bound: not a row (recording asks StarPU more at each
-                // task's end, which may reorder SimGrid's simultaneous
-                // events, so measured runs do not record).
+                // task's end, which alone changed SimGrid runs, so measured
+                // runs do not record).
                 let first_ours = variants.iter().find(|v| catalog::find(&v.name).is_some());
                 if let (Some(v), false) = (first_ours, self.no_graph_bound) {
                     let tag = format!("{}-{}-{}-graph", machine.label(), case.slug(), v.label);
