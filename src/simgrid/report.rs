@@ -147,25 +147,27 @@ pub fn write(
     save("simgrid.csv", &csv, &mut written)?;
 
     // The bounds of each (machine, case).
-    let mut bounds_csv =
-        String::from("machine,case,n,tile,lp_area_ms,graph_bound_ms,graph_area_ms,graph_path_ms\n");
+    let mut bounds_csv = String::from(
+        "machine,case,n,tile,lp_area_ms,graph_bound_ms,graph_area_ms,graph_path_ms,graph_offline_heft_ms\n",
+    );
     for b in bounds {
-        let g = |f: fn(&plb_core::dag::bound::Bound) -> f64| {
+        let g = |f: fn(&super::GraphBound) -> f64| {
             b.graph
                 .as_ref()
                 .map_or(String::new(), |g| format!("{:.1}", f(g)))
         };
         let _ = writeln!(
             bounds_csv,
-            "{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{}",
             b.machine,
             b.case.app_name(),
             b.case.n,
             b.case.tile,
             b.ms.map_or(String::new(), |v| format!("{v:.1}")),
-            g(|g| g.ms),
-            g(|g| g.area_ms),
-            g(|g| g.path_ms)
+            g(|g| g.bound.ms),
+            g(|g| g.bound.area_ms),
+            g(|g| g.bound.path_ms),
+            g(|g| g.offline_heft_ms)
         );
     }
     save("bounds.csv", &bounds_csv, &mut written)?;
@@ -239,8 +241,9 @@ pub fn write(
                 .map_or("?".to_string(), |n| n.to_string()),
             bound.map_or("not available".to_string(), |b| format!("{b:.0} ms")),
             graph.map_or("not available".to_string(), |g| format!(
-                "{:.0} ms (its area bound {:.0}, critical path {:.0})",
-                g.ms, g.area_ms, g.path_ms
+                "{:.0} ms (its area bound {:.0}, critical path {:.0}; offline HEFT on that graph, \
+                 no transfers: {:.0})",
+                g.bound.ms, g.bound.area_ms, g.bound.path_ms, g.offline_heft_ms
             )),
             starpu_best
                 .as_ref()
@@ -288,7 +291,7 @@ pub fn write(
                         s.gflops,
                         s.gib,
                         bound.map_or("-".into(), |b| format!("{:.2}", b / s.ms.0)),
-                        graph.map_or("-".into(), |g| format!("{:.2}", g.ms / s.ms.0)),
+                        graph.map_or("-".into(), |g| format!("{:.2}", g.bound.ms / s.ms.0)),
                         s.gpu_share
                             .map_or("-".into(), |g| format!("{:.0}%", 100.0 * g)),
                         s.runs,

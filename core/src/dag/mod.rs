@@ -18,8 +18,9 @@
 //!   tasks ([`decide::GraphTask`]) and our models' predictions;
 //! * [`graph`]: the scheduler the adapter locks (ready list, lines,
 //!   members) and a worker's pop as locked steps.
-//! * [`record`] and [`bound`]: the graph a run executed (`PLB_GRAPH`) and
-//!   a lower bound on its makespan that keeps the dependencies.
+//! * [`record`], [`bound`] and [`offline`]: the graph a run executed
+//!   (`PLB_GRAPH`), a lower bound on its makespan that keeps the
+//!   dependencies, and an offline HEFT schedule of it (an upper bound).
 //!
 //! `docs/balancers.md`, "Task graphs", states what is decided where and
 //! what one activation costs.
@@ -30,6 +31,7 @@ pub mod decide;
 pub mod graph;
 pub mod heft;
 pub mod lines;
+pub mod offline;
 pub mod rank;
 pub mod ready;
 pub mod record;
