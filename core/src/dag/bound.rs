@@ -138,12 +138,10 @@ fn bisect(mut lo: f64, mut hi: f64, feasible: impl Fn(f64) -> bool) -> f64 {
 
 /// Validates the graph; returns a topological order.
 fn check(graph: &BoundGraph) -> Result<Vec<usize>, String> {
-    let n = graph.tasks.len();
     let kinds = graph.workers.len();
     if kinds > 32 {
         return Err(format!("{kinds} worker kinds: at most 32 are supported"));
     }
-    let mut preds = vec![0usize; n];
     for (j, t) in graph.tasks.iter().enumerate() {
         if t.ms.len() != kinds {
             return Err(format!(
@@ -165,6 +163,16 @@ fn check(graph: &BoundGraph) -> Result<Vec<usize>, String> {
         if !runnable {
             return Err(format!("task {j}: no worker can run it"));
         }
+    }
+    topological_order(graph)
+}
+
+/// A topological order of `graph`'s tasks (Kahn's), or an error for a
+/// successor out of range or a cycle.
+pub(crate) fn topological_order(graph: &BoundGraph) -> Result<Vec<usize>, String> {
+    let n = graph.tasks.len();
+    let mut preds = vec![0usize; n];
+    for (j, t) in graph.tasks.iter().enumerate() {
         for &s in &t.successors {
             if s >= n {
                 return Err(format!("task {j}: successor {s} out of range"));

@@ -9,14 +9,14 @@
 //! worker that finishes it first, after the end of its predecessors and of
 //! that worker's last task (no insertion into earlier gaps).
 
-use super::bound::BoundGraph;
+use super::bound::{BoundGraph, topological_order};
 
 /// The makespan of offline HEFT on `graph` (milliseconds), or why the graph
 /// cannot be scheduled (a cycle, a successor out of range, a task no
 /// worker can run).
 pub fn heft_makespan(graph: &BoundGraph) -> Result<f64, String> {
     let n = graph.tasks.len();
-    let order = topological(graph)?;
+    let order = topological_order(graph)?;
     let mean = |j: usize| {
         let (sum, count) = graph.tasks[j]
             .ms
@@ -80,38 +80,6 @@ pub fn heft_makespan(graph: &BoundGraph) -> Result<f64, String> {
 /// Offline HEFT's makespans of epochs run one after the other, added up.
 pub fn heft_makespan_of_epochs(epochs: &[BoundGraph]) -> Result<f64, String> {
     epochs.iter().map(heft_makespan).sum()
-}
-
-/// A topological order, or an error for a cycle or a successor out of range.
-fn topological(graph: &BoundGraph) -> Result<Vec<usize>, String> {
-    let n = graph.tasks.len();
-    let mut preds = vec![0usize; n];
-    for (j, t) in graph.tasks.iter().enumerate() {
-        for &s in &t.successors {
-            if s >= n {
-                return Err(format!("task {j}: successor {s} out of range"));
-            }
-            preds[s] += 1;
-        }
-    }
-    let mut stack: Vec<usize> = (0..n).rev().filter(|&j| preds[j] == 0).collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(j) = stack.pop() {
-        order.push(j);
-        for &s in graph.tasks[j].successors.iter().rev() {
-            preds[s] -= 1;
-            if preds[s] == 0 {
-                stack.push(s);
-            }
-        }
-    }
-    if order.len() < n {
-        return Err(format!(
-            "the graph has a cycle ({} tasks on or after it)",
-            n - order.len()
-        ));
-    }
-    Ok(order)
 }
 
 #[cfg(test)]
