@@ -24,9 +24,7 @@ import csv
 import importlib.util
 import math
 import os
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("study_compare", os.path.join(HERE, "study-compare.py"))
@@ -107,27 +105,17 @@ def plot(pairs, png, policy):
     """Each pair's StarPU best and ours over the graph bound, sorted by
     application and StarPU's ratio."""
     pairs = sorted(pairs, key=lambda p: (p["key"][1], p["best"][1] / p["bound"]))
-    with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as f:
-        for i, p in enumerate(pairs):
-            k = p["key"]
-            label = f"{k[0]} {k[1]} {k[2]}/{k[3]}".replace(" ", "_")
-            f.write(f"{i} {p['best'][1] / p['bound']:.4f} {p['ours'] / p['bound']:.4f} {label}\n")
-        data = f.name
-    script = f"""set terminal pngcairo size 1400,600 font ',9'
-set output '{png}'
-set termoption noenhanced
-set title 'Each pair of the study (SIMULATED): makespan over our graph bound (dependencies kept, transfers not counted)'
-set ylabel 'makespan / graph bound'
-set xtics rotate by 90 right font ',7'
-set grid ytics
-set key top left
-set yrange [0.95:*]
-plot '{data}' using 1:2:xtic(4) with points pt 6 ps 1.2 title "StarPU's best", \\
-     '' using 1:3 with points pt 7 ps 1.0 title '{policy}', \\
-     1.05 with lines dt 2 lc rgb 'red' title '1.05', 1 with lines lc rgb 'black' notitle
-"""
-    subprocess.run(["gnuplot"], input=script, text=True, check=True)
-    os.unlink(data)
+    compare.points(
+        [(f"{p['key'][0]} {p['key'][1]} {p['key'][2]}/{p['key'][3]}",
+          p["best"][1] / p["bound"], p["ours"] / p["bound"]) for p in pairs],
+        png,
+        "Each pair of the study (SIMULATED): makespan over our graph bound "
+        "(dependencies kept, transfers not counted)",
+        "makespan / graph bound",
+        ("StarPU's best", policy),
+        1.05,
+        "[0.95:*]",
+    )
 
 
 if __name__ == "__main__":

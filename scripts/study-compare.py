@@ -121,23 +121,37 @@ def plot(pairs, png):
     grouped by case and sorted by the ratio after."""
     warm = [p for p in pairs if p[2] == "after learning"]
     warm.sort(key=lambda p: (p[1][1], p[6][0] / p[3][1]))
+    points(
+        [(f"{p[1][0]} {p[1][1]} {p[1][2]}/{p[1][3]}", p[5][0] / p[3][1], p[6][0] / p[3][1])
+         for p in warm],
+        png,
+        "Each pair of the study after learning: before (circles) and after (dots) the change",
+        "makespan / StarPU best (SIMULATED)",
+        ("before", "after"),
+        1.03,
+        "[0.85:1.15]",
+    )
+
+
+def points(rows, png, title, ylabel, names, line, yrange):
+    """A gnuplot PNG of two values per labelled pair (circles, then dots),
+    with a dashed line at `line` and a solid one at 1."""
     with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as f:
-        for i, p in enumerate(warm):
-            label = f"{p[1][0]} {p[1][1]} {p[1][2]}/{p[1][3]}".replace(" ", "_")
-            f.write(f"{i} {p[5][0] / p[3][1]:.4f} {p[6][0] / p[3][1]:.4f} {label}\n")
+        for i, (label, first, second) in enumerate(rows):
+            f.write(f"{i} {first:.4f} {second:.4f} {label.replace(' ', '_')}\n")
         data = f.name
     script = f"""set terminal pngcairo size 1400,600 font ',9'
 set output '{png}'
 set termoption noenhanced
-set title 'Each pair of the study after learning: before (circles) and after (dots) the change'
-set ylabel 'makespan / StarPU best (SIMULATED)'
+set title "{title}"
+set ylabel '{ylabel}'
 set xtics rotate by 90 right font ',7'
 set grid ytics
 set key top left
-set yrange [0.85:1.15]
-plot '{data}' using 1:2:xtic(4) with points pt 6 ps 1.2 title 'before', \\
-     '' using 1:3 with points pt 7 ps 1.0 title 'after', \\
-     1.03 with lines dt 2 lc rgb 'red' title '1.03', 1 with lines lc rgb 'black' notitle
+set yrange {yrange}
+plot '{data}' using 1:2:xtic(4) with points pt 6 ps 1.2 title "{names[0]}", \\
+     '' using 1:3 with points pt 7 ps 1.0 title "{names[1]}", \\
+     {line} with lines dt 2 lc rgb 'red' title '{line}', 1 with lines lc rgb 'black' notitle
 """
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
     os.unlink(data)
