@@ -454,27 +454,36 @@ impl Command {
                     env.push(("PLB_MODEL_DIR".to_string(), dir.display().to_string()));
                     env
                 };
-                for v in variants.iter().filter(|v| v.learns()) {
-                    let tag = format!("{}-{}-{}-learning", machine.label(), case.slug(), v.label);
-                    let env = learned(v);
-                    let request = Request {
-                        case,
-                        policy: &v.name,
-                        ours: true,
-                        bound: false,
-                        env: &env,
-                        tag: &tag,
+                // One unmeasured run of our policy `v`, tagged and shown
+                // with `what`: reported, not a row.
+                let tagged = |v: &Variant, what: &str| {
+                    format!("{}-{}-{}-{what}", machine.label(), case.slug(), v.label)
+                };
+                let unmeasured =
+                    |v: &Variant, what: &str, env: &[(String, String)], tally: &mut Tally| {
+                        let tag = tagged(v, what);
+                        let request = Request {
+                            case,
+                            policy: &v.name,
+                            ours: true,
+                            bound: false,
+                            env,
+                            tag: &tag,
+                        };
+                        let shown = format!("{} ({what})", v.label);
+                        checked_run(
+                            &setup,
+                            machine,
+                            &request,
+                            reference,
+                            (&label, &shown),
+                            tally,
+                        )
+                        .1
                     };
-                    let shown = format!("{} (learning)", v.label);
-                    // Reported; not a row (its measured runs are checked).
-                    let _ = checked_run(
-                        &setup,
-                        machine,
-                        &request,
-                        reference,
-                        (&label, &shown),
-                        &mut tally,
-                    );
+                for v in variants.iter().filter(|v| v.learns()) {
+                    // Its measured runs are checked.
+                    let _ = unmeasured(v, "learning", &learned(v), &mut tally);
                 }
                 for rep in 0..self.repetitions {
                     // Each policy as given, then ours cold (no model file
@@ -536,8 +545,7 @@ impl Command {
                 // runs do not record).
                 let first_ours = variants.iter().find(|v| catalog::find(&v.name).is_some());
                 if let (Some(v), false) = (first_ours, self.no_graph_bound) {
-                    let tag = format!("{}-{}-{}-graph", machine.label(), case.slug(), v.label);
-                    let file = setup.scratch.join(format!("{tag}.csv"));
+                    let file = setup.scratch.join(format!("{}.csv", tagged(v, "graph")));
                     let mut env = if v.learns() {
                         learned(v)
                     } else {
@@ -547,23 +555,7 @@ impl Command {
                         starpu_plb::graph_record::ENV.to_string(),
                         file.display().to_string(),
                     ));
-                    let request = Request {
-                        case,
-                        policy: &v.name,
-                        ours: true,
-                        bound: false,
-                        env: &env,
-                        tag: &tag,
-                    };
-                    let shown = format!("{} (graph for the bound)", v.label);
-                    let (_, verdict) = checked_run(
-                        &setup,
-                        machine,
-                        &request,
-                        reference,
-                        (&label, &shown),
-                        &mut tally,
-                    );
+                    let verdict = unmeasured(v, "graph", &env, &mut tally);
                     if let (Ok(()), Some(b)) = (verdict, bounds.last_mut()) {
                         b.graph = graph_bound(&file, &label);
                     }
