@@ -5,8 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use plb_core::dag::bound::{DEFAULT_GRID, lower_bound_of_epochs};
-use plb_core::dag::offline::heft_makespan_of_epochs;
+use plb_core::dag::bound::DEFAULT_GRID;
 use plb_core::dag::record;
 
 use crate::cli::{Failure, positive};
@@ -42,10 +41,10 @@ impl Command {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             let rec = record::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            let bound = lower_bound_of_epochs(&rec.epochs, self.grid)
+            let figures = rec
+                .figures(self.grid)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
-            let heft = heft_makespan_of_epochs(&rec.epochs)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let bound = figures.bound;
             let workers: Vec<String> = rec
                 .kinds
                 .iter()
@@ -66,7 +65,7 @@ impl Command {
                 bound.ms,
                 bound.area_ms,
                 bound.path_ms,
-                heft,
+                figures.offline_heft_ms,
                 rec.span_ms,
                 rec.unresolved
             );

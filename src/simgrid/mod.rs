@@ -28,6 +28,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
+use plb_core::dag::record::Figures;
 
 use crate::cli::{Failure, positive};
 use run::{Case, Machine, Outcome, Request, Setup};
@@ -236,32 +237,16 @@ pub struct Bound {
     pub machine: String,
     pub case: Case,
     pub ms: Option<f64>,
-    pub graph: Option<GraphBound>,
+    pub graph: Option<Figures>,
 }
 
-/// Our bound of the recorded graph, and offline HEFT's makespan on it
-/// (`plb bound`'s two figures).
-#[derive(Clone, Copy)]
-pub struct GraphBound {
-    pub bound: plb_core::dag::bound::Bound,
-    pub offline_heft_ms: f64,
-}
-
-/// The bound of the graph a run recorded in `file` (`None`, said on
-/// stderr, when the file is missing or unusable).
-fn graph_bound(file: &std::path::Path, label: &str) -> Option<GraphBound> {
+/// `plb bound`'s figures of the graph a run recorded in `file` (`None`,
+/// said on stderr, when the file is missing or unusable).
+fn graph_bound(file: &std::path::Path, label: &str) -> Option<Figures> {
     let found = std::fs::read_to_string(file)
         .map_err(|e| format!("{}: {e}", file.display()))
         .and_then(|text| plb_core::dag::record::parse(&text))
-        .and_then(|rec| {
-            Ok(GraphBound {
-                bound: plb_core::dag::bound::lower_bound_of_epochs(
-                    &rec.epochs,
-                    plb_core::dag::bound::DEFAULT_GRID,
-                )?,
-                offline_heft_ms: plb_core::dag::offline::heft_makespan_of_epochs(&rec.epochs)?,
-            })
-        });
+        .and_then(|rec| rec.figures(plb_core::dag::bound::DEFAULT_GRID));
     match found {
         Ok(b) => Some(b),
         Err(e) => {

@@ -151,7 +151,7 @@ pub fn write(
         "machine,case,n,tile,lp_area_ms,graph_bound_ms,graph_area_ms,graph_path_ms,graph_offline_heft_ms\n",
     );
     for b in bounds {
-        let g = |f: fn(&super::GraphBound) -> f64| {
+        let g = |f: fn(&plb_core::dag::record::Figures) -> f64| {
             b.graph
                 .as_ref()
                 .map_or(String::new(), |g| format!("{:.1}", f(g)))

@@ -48,7 +48,7 @@ pub struct BoundGraph {
 }
 
 /// The bound and the two classical bounds it contains.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Bound {
     /// The lower bound, milliseconds.
     pub ms: f64,
@@ -71,23 +71,17 @@ const PRECISION: f64 = 1e-4;
 pub fn lower_bound(graph: &BoundGraph, grid: usize) -> Result<Bound, String> {
     let order = check(graph)?;
     if graph.tasks.is_empty() {
-        return Ok(Bound {
-            ms: 0.0,
-            area_ms: 0.0,
-            path_ms: 0.0,
-        });
+        return Ok(Bound::default());
     }
     let problem = Problem::new(graph, order, grid.max(1));
-    let everything = problem.all_kinds();
-    let (heads, tails) = problem.chains(&everything);
+    let (heads, tails) = problem.chains(&problem.runnable);
     let path_ms = (0..graph.tasks.len())
-        .map(|j| heads[j] + problem.shortest(j, everything[j]) + tails[j])
+        .map(|j| heads[j] + problem.shortest(j, problem.runnable[j]) + tails[j])
         .fold(0.0, f64::max);
-    let all: Vec<usize> = problem.by_ratio.clone();
-    let area_ms = bisect(0.0, problem.serial_ms(), |t| {
-        problem.fits(&all, &everything, t)
+    let area_ms = bisect(0.0, problem.serial_ms, |t| {
+        problem.fits(&problem.by_ratio, &problem.runnable, t)
     });
-    let ms = bisect(path_ms.max(area_ms), problem.serial_ms(), |t| {
+    let ms = bisect(path_ms.max(area_ms), problem.serial_ms, |t| {
         problem.feasible(t)
     });
     Ok(Bound {
@@ -101,21 +95,14 @@ pub fn lower_bound(graph: &BoundGraph, grid: usize) -> Result<Bound, String> {
 /// only once the previous one has completed): the sum of their bounds
 /// (and of their area bounds and critical paths).
 pub fn lower_bound_of_epochs(epochs: &[BoundGraph], grid: usize) -> Result<Bound, String> {
-    epochs.iter().try_fold(
-        Bound {
-            ms: 0.0,
-            area_ms: 0.0,
-            path_ms: 0.0,
-        },
-        |sum, g| {
-            let b = lower_bound(g, grid)?;
-            Ok(Bound {
-                ms: sum.ms + b.ms,
-                area_ms: sum.area_ms + b.area_ms,
-                path_ms: sum.path_ms + b.path_ms,
-            })
-        },
-    )
+    epochs.iter().try_fold(Bound::default(), |sum, g| {
+        let b = lower_bound(g, grid)?;
+        Ok(Bound {
+            ms: sum.ms + b.ms,
+            area_ms: sum.area_ms + b.area_ms,
+            path_ms: sum.path_ms + b.path_ms,
+        })
+    })
 }
 
 /// The largest `t` in `[lo, hi]` found infeasible (`lo` when none is): a
@@ -208,6 +195,11 @@ struct Problem<'a> {
     /// Tasks by decreasing duration on kind 1 over kind 0 (two kinds: the
     /// knapsack's order), else by index.
     by_ratio: Vec<usize>,
+    /// Each task's kinds with a duration and workers, as a bit mask.
+    runnable: Vec<u32>,
+    /// Every task on its fastest kind, one after the other: a makespan
+    /// some schedule reaches (so every relaxation accepts it).
+    serial_ms: f64,
 }
 
 impl<'a> Problem<'a> {
@@ -221,16 +213,24 @@ impl<'a> Problem<'a> {
             };
             by_ratio.sort_by(|&a, &b| ratio(b).total_cmp(&ratio(a)));
         }
-        Problem {
+        let mut problem = Problem {
             graph,
             order,
             grid,
             by_ratio,
-        }
+            runnable: Vec::new(),
+            serial_ms: 0.0,
+        };
+        problem.runnable = problem.runnable_kinds();
+        problem.serial_ms = (0..graph.tasks.len())
+            .map(|j| problem.shortest(j, problem.runnable[j]))
+            .sum::<f64>()
+            .max(f64::MIN_POSITIVE);
+        problem
     }
 
     /// Each task's kinds with a duration and workers, as a bit mask.
-    fn all_kinds(&self) -> Vec<u32> {
+    fn runnable_kinds(&self) -> Vec<u32> {
         self.graph
             .tasks
             .iter()
@@ -252,16 +252,6 @@ impl<'a> Problem<'a> {
             .filter(|&(k, _)| mask & (1 << k) != 0)
             .filter_map(|(_, d)| *d)
             .fold(f64::INFINITY, f64::min)
-    }
-
-    /// Every task on its fastest kind, one after the other: a makespan
-    /// some schedule reaches (so every relaxation accepts it).
-    fn serial_ms(&self) -> f64 {
-        let all = self.all_kinds();
-        (0..self.graph.tasks.len())
-            .map(|j| self.shortest(j, all[j]))
-            .sum::<f64>()
-            .max(f64::MIN_POSITIVE)
     }
 
     /// Heads and tails: the longest chain of shortest durations (over the
@@ -290,7 +280,7 @@ impl<'a> Problem<'a> {
     /// Whether no relaxation refuses makespan `t`.
     fn feasible(&self, t: f64) -> bool {
         let slack = t * 1e-12;
-        let mut allowed = self.all_kinds();
+        let mut allowed = self.runnable.clone();
         let (heads, tails) = loop {
             let (heads, tails) = self.chains(&allowed);
             let mut changed = false;
@@ -367,9 +357,9 @@ impl<'a> Problem<'a> {
         let mut room0 = capacity[0] - forced[0];
         let mut load1 = forced[1];
         for &j in &flexible {
-            let (d0, d1) = match self.graph.tasks[j].ms[..] {
-                [Some(d0), Some(d1)] => (d0, d1),
-                _ => unreachable!("a task allowed on both kinds has both durations"),
+            // A task allowed on both kinds has both durations.
+            let [Some(d0), Some(d1)] = self.graph.tasks[j].ms[..] else {
+                continue;
             };
             if room0 >= d0 {
                 room0 -= d0;

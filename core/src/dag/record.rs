@@ -33,7 +33,8 @@
 
 use std::collections::HashMap;
 
-use super::bound::{BoundGraph, BoundTask};
+use super::bound::{Bound, BoundGraph, BoundTask, lower_bound_of_epochs};
+use super::offline::heft_makespan_of_epochs;
 
 /// The header line.
 pub const HEADER: &str = "task,worker,start_s,end_s,expected_ms,successors,pushed_s";
@@ -92,6 +93,26 @@ pub struct Recorded {
     /// Successors named that never ran (not recorded): dropped, which only
     /// weakens the bound.
     pub unresolved: usize,
+}
+
+/// What `plb bound` reports of a recorded run, each summed over its
+/// epochs: the lower bound and offline HEFT's makespan.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Figures {
+    /// The lower bound and the classical bounds it contains.
+    pub bound: Bound,
+    /// Offline HEFT's makespan, milliseconds.
+    pub offline_heft_ms: f64,
+}
+
+impl Recorded {
+    /// The run's [`Figures`], with `grid` thresholds for the bound.
+    pub fn figures(&self, grid: usize) -> Result<Figures, String> {
+        Ok(Figures {
+            bound: lower_bound_of_epochs(&self.epochs, grid)?,
+            offline_heft_ms: heft_makespan_of_epochs(&self.epochs)?,
+        })
+    }
 }
 
 /// The kind part of a worker name (`cuda` of `cuda0`).

@@ -353,8 +353,10 @@ impl TaskRef<'_> {
     /// The addresses of its successors that go through a scheduler, in its
     /// context, as StarPU knows them now (see [`GraphBelow::successors`]).
     pub fn scheduled_successors(&self) -> Vec<usize> {
-        // SAFETY: the task is live for 'a and not completed (its own
-        // hooks are running), so its successors are live too.
+        // SAFETY: a TaskRef is made only for a task in its pre- or
+        // post-execution hook, one the policy holds, or a successor of a
+        // held one (the callers of `TaskRef::from_raw`): none has
+        // completed, so its successors are live too.
         unsafe { scheduled_successors(self.raw) }
     }
 
