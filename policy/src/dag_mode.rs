@@ -117,6 +117,10 @@ impl GraphTask for Task {
     fn input_on_node(&self, node: usize) -> bool {
         Task::input_on_node(self, node)
     }
+    fn runtime_prediction_s(&self, worker: usize) -> Option<f64> {
+        self.expected_ms_on(WorkerId(worker as u32))
+            .map(|ms| ms / 1e3)
+    }
 }
 
 /// Our models and the models file they were seeded from.
@@ -198,8 +202,13 @@ impl DagPolicy {
                 }
             }
         }
-        // StarPU's view of each task: capability, transfers, affinity.
-        let facts = batch.facts();
+        // StarPU's view of each task: capability, transfers, affinity, and
+        // its own predictions where they could decide training a kind of
+        // unknown speed.
+        let asked = relaxed_lock(&self.models)
+            .graph
+            .wants_runtime_predictions(&batch);
+        let facts = batch.facts_with(&asked);
         // A codelet's first tasks: its saved samples (read from the file
         // when the workers joined) seed our models, fitted without the
         // models lock and installed before the predictions.

@@ -30,6 +30,13 @@ pub trait GraphTask {
     fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64>;
     /// Whether all its input is already on memory node `node`.
     fn input_on_node(&self, node: usize) -> bool;
+    /// The runtime's own calibrated prediction of its seconds on `worker`
+    /// (StarPU's performance model), `None` when it has none; read only
+    /// to decide whether to train a kind of unknown speed
+    /// ([`GraphModels::costs`]).
+    fn runtime_prediction_s(&self, _worker: usize) -> Option<f64> {
+        None
+    }
 }
 
 /// A worker of the context.
@@ -79,6 +86,9 @@ pub struct Facts {
     capable: Vec<Option<u32>>,
     transfer: Vec<f64>,
     affinity: Option<Affinity>,
+    /// The runtime's predictions per member, when asked for
+    /// ([`GraphModels::wants_runtime_predictions`]; empty otherwise).
+    runtime: Vec<Option<f64>>,
 }
 
 /// One placement decided off the lock.
@@ -126,18 +136,34 @@ impl<T: GraphTask> Batch<T> {
     /// Asks the runtime about every task (no lock needed: the tasks are the
     /// batch's alone).
     pub fn facts(&self) -> Vec<Facts> {
+        self.facts_with(&[])
+    }
+
+    /// [`Batch::facts`], with the runtime's own predictions for the tasks
+    /// `asked` marks (indexed like the batch; missing: not asked).
+    pub fn facts_with(&self, asked: &[bool]) -> Vec<Facts> {
         let nodes: Vec<usize> = self.members.iter().map(|m| m.node).collect();
         let mut distinct = nodes.clone();
         distinct.sort_unstable();
         distinct.dedup();
         self.tasks
             .iter()
-            .map(|t| {
-                let capable = self
+            .enumerate()
+            .map(|(k, t)| {
+                let capable: Vec<Option<u32>> = self
                     .members
                     .iter()
                     .map(|m| t.implementation_on(m.id))
                     .collect();
+                let runtime = if asked.get(k).copied().unwrap_or(false) {
+                    self.members
+                        .iter()
+                        .zip(&capable)
+                        .map(|(m, c)| c.and_then(|_| t.runtime_prediction_s(m.id)))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
                 let per_node: Vec<f64> = distinct
                     .iter()
                     .map(|&n| t.transfer_to_node_s(n).unwrap_or(0.0))
@@ -157,6 +183,7 @@ impl<T: GraphTask> Batch<T> {
                     capable,
                     transfer,
                     affinity,
+                    runtime,
                 }
             })
             .collect()
@@ -170,6 +197,10 @@ pub struct GraphModels {
     /// The fitted models per (worker, codelet).
     pub book: ModelBook,
     training: HashSet<(WorkerKind, usize)>,
+    /// (kind, codelet) pairs the runtime's predictions were read for and
+    /// did not show the kind faster: not asked again (at most
+    /// [`KIND_SPEED_CAP`]).
+    runtime_read: HashSet<(WorkerKind, usize)>,
     /// The lowest priority of any task placed so far: a task above it is
     /// urgent, and a kind is not trained on it when another kind knows or
     /// is learning its codelet (see [`GraphModels::costs`]).
@@ -302,6 +333,36 @@ impl GraphModels {
         })
     }
 
+    /// Which tasks of `batch` the runtime's own predictions could decide
+    /// training for: a member has no prediction of ours for the task, its
+    /// kind has no measured speed yet ([`GraphModels::slowdown`]), is not
+    /// being trained on the task's codelet and was not already read for
+    /// it; several kinds present.
+    pub fn wants_runtime_predictions<T: GraphTask>(&self, batch: &Batch<T>) -> Vec<bool> {
+        let members = &batch.members;
+        let several = members.iter().any(|m| m.kind != members[0].kind);
+        let unmeasured_kinds: Vec<WorkerKind> = WorkerKind::ALL
+            .into_iter()
+            .filter(|&k| several && self.slowdown(k).is_none())
+            .collect();
+        let unmeasured: Vec<usize> = (0..members.len())
+            .filter(|&m| unmeasured_kinds.contains(&members[m].kind))
+            .collect();
+        batch
+            .tasks
+            .iter()
+            .map(|t| {
+                let c = t.codelet();
+                unmeasured.iter().any(|&m| {
+                    let key = (members[m].kind, c);
+                    !self.training.contains(&key)
+                        && !self.runtime_read.contains(&key)
+                        && self.predict(members, m, c, t.units()).is_none()
+                })
+            })
+            .collect()
+    }
+
     /// The predictions for `batch` (cheap: no fit); the first task of a
     /// kind with no prediction trains it, on that kind's least-loaded
     /// worker; later ones go where predictions exist until its sample
@@ -312,8 +373,11 @@ impl GraphModels {
     /// - once a kind knows a codelet or its sample is out, another kind is
     ///   trained on it only if it is at most [`HOPELESS_RATIO`] times
     ///   slower on some codelet both ran; while that is not known yet,
-    ///   only on a task of the lowest priority seen so far, never on an
-    ///   urgent one (a panel factorisation, say). A task not used for
+    ///   on a task the runtime's own calibrated predictions (`facts`, see
+    ///   [`GraphModels::wants_runtime_predictions`]) say it runs no slower
+    ///   than the kinds with a prediction of ours, or only on a task of the
+    ///   lowest priority seen so far, never on an urgent one (a panel
+    ///   factorisation, say). A task not used for
     ///   training goes where predictions exist, or waits with the kind
     ///   being trained.
     pub fn costs<T: GraphTask>(&mut self, batch: &Batch<T>, facts: &[Facts]) -> Costs {
@@ -396,7 +460,10 @@ impl GraphModels {
                     !known
                         || match slowdown(kind) {
                             Some(r) => r <= HOPELESS_RATIO,
-                            None => !urgent && affordable,
+                            None => {
+                                (!urgent && affordable)
+                                    || self.runtime_says_no_slower(kind, codelet, members, cost, f)
+                            }
                         }
                 });
             if cost.iter().all(Option::is_none) && untrained.is_none() {
@@ -429,6 +496,40 @@ impl GraphModels {
             learning,
             mean_area_s: self.mean_area_s(),
         }
+    }
+}
+
+impl GraphModels {
+    /// Whether the runtime's predictions of a task (`f.runtime`) show
+    /// `kind` no slower than the members with a prediction of ours
+    /// (`cost`): the shortest of each, the runtime's own for both when it
+    /// has them, else ours for the known side. A reading that does not is
+    /// remembered, and that (kind, codelet) is not read again.
+    fn runtime_says_no_slower(
+        &mut self,
+        kind: WorkerKind,
+        codelet: usize,
+        members: &[Member],
+        cost: &[Option<f64>],
+        f: &Facts,
+    ) -> bool {
+        if f.runtime.is_empty() {
+            return false;
+        }
+        let shortest = |it: &mut dyn Iterator<Item = f64>| it.min_by(f64::total_cmp);
+        let theirs = shortest(
+            &mut (0..members.len())
+                .filter(|&m| members[m].kind == kind)
+                .filter_map(|m| f.runtime[m]),
+        );
+        let known: Vec<usize> = (0..members.len()).filter(|&m| cost[m].is_some()).collect();
+        let reference = shortest(&mut known.iter().filter_map(|&m| f.runtime[m]))
+            .or_else(|| shortest(&mut known.iter().filter_map(|&m| cost[m])));
+        let no_slower = matches!((theirs, reference), (Some(a), Some(b)) if a <= b);
+        if !no_slower && self.runtime_read.len() < KIND_SPEED_CAP {
+            self.runtime_read.insert((kind, codelet));
+        }
+        no_slower
     }
 }
 
@@ -787,6 +888,130 @@ mod tests {
             ..batch(&tiles)
         };
         assert_eq!(trains_in(&mut m, &b), once);
+    }
+
+    /// A tile with the runtime's predictions per worker id.
+    struct Predicted(Tile, Vec<Option<f64>>);
+
+    impl GraphTask for Predicted {
+        fn id(&self) -> usize {
+            self.0.id()
+        }
+        fn codelet(&self) -> usize {
+            self.0.codelet()
+        }
+        fn units(&self) -> f64 {
+            self.0.units()
+        }
+        fn priority(&self) -> i32 {
+            self.0.priority()
+        }
+        fn implementation_on(&self, worker: usize) -> Option<u32> {
+            self.0.implementation_on(worker)
+        }
+        fn transfer_to_node_s(&self, node: usize) -> Option<f64> {
+            self.0.transfer_to_node_s(node)
+        }
+        fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64> {
+            self.0.written_bytes_on(nodes)
+        }
+        fn input_on_node(&self, node: usize) -> bool {
+            self.0.input_on_node(node)
+        }
+        fn runtime_prediction_s(&self, worker: usize) -> Option<f64> {
+            self.1.get(worker).copied().flatten()
+        }
+    }
+
+    /// `batch(tiles)` whose tasks carry the runtime's predictions `runtime`
+    /// (CPU, GPU).
+    fn predicted(tiles: &[(usize, i32)], runtime: [Option<f64>; 2]) -> Batch<Predicted> {
+        let b = batch(tiles);
+        Batch {
+            tasks: b
+                .tasks
+                .into_iter()
+                .map(|t| Predicted(t, runtime.to_vec()))
+                .collect(),
+            members: b.members,
+            loads: b.loads,
+            queued: b.queued,
+            by_priority: b.by_priority,
+            inbound: b.inbound,
+            rotate: b.rotate,
+            outstanding: b.outstanding,
+            ranks: b.ranks,
+            room: b.room,
+        }
+    }
+
+    /// Which kind each task of `b` trains, the runtime's predictions read
+    /// where the models ask for them.
+    fn trains_predicted(m: &mut GraphModels, b: &Batch<Predicted>) -> Vec<Option<WorkerKind>> {
+        let asked = m.wants_runtime_predictions(b);
+        let facts = b.facts_with(&asked);
+        let costs = m.costs(b, &facts);
+        costs
+            .train
+            .iter()
+            .map(|t| t.map(|k| b.members[k].kind))
+            .collect()
+    }
+
+    #[test]
+    fn a_kind_the_runtime_predicts_no_slower_trains_even_on_an_urgent_task() {
+        // Codelet 1 known on the GPU only (0.05 s), the CPU's speed
+        // unknown, the GPU idle: the worst-case rule trains nothing; an
+        // urgent task (priority 9) never.
+        let known_on_gpu = || {
+            let mut m = GraphModels::default();
+            m.book.record_now(1, 1, 1.0, 0.05);
+            m.lowest_priority = Some(0);
+            m
+        };
+        let urgent = [(1, 9)];
+        assert_eq!(trains(&mut known_on_gpu(), &urgent), vec![None]);
+        // StarPU says 0.02 s on the CPU against 0.05 on the GPU: the CPU
+        // trains on it.
+        let mut m = known_on_gpu();
+        let faster = predicted(&urgent, [Some(0.02), Some(0.05)]);
+        assert_eq!(m.wants_runtime_predictions(&faster), vec![true]);
+        assert_eq!(
+            trains_predicted(&mut m, &faster),
+            vec![Some(WorkerKind::Cpu)]
+        );
+        // Without a runtime prediction for the GPU, ours (0.05 s) is the
+        // reference.
+        let mut m = known_on_gpu();
+        let b = predicted(&urgent, [Some(0.04), None]);
+        assert_eq!(trains_predicted(&mut m, &b), vec![Some(WorkerKind::Cpu)]);
+        // Predicted slower (0.5 s), or not predicted: nothing trains, and
+        // the codelet's predictions are not read again.
+        for runtime in [[Some(0.5), Some(0.05)], [None, None]] {
+            let mut m = known_on_gpu();
+            let b = predicted(&urgent, runtime);
+            assert_eq!(trains_predicted(&mut m, &b), vec![None]);
+            assert_eq!(m.wants_runtime_predictions(&b), vec![false], "{runtime:?}");
+        }
+        // Once the CPU's speed is measured the predictions are not asked
+        // for: the measured slowdown decides.
+        let mut m = known_on_gpu();
+        m.record(0, WorkerKind::Cpu, 2, 1.0, 0.2);
+        m.record(1, WorkerKind::Cuda, 2, 1.0, 0.1);
+        assert_eq!(m.wants_runtime_predictions(&faster), vec![false]);
+        // A batch of one kind's workers asks for none.
+        let one_kind = Batch {
+            members: vec![Member {
+                id: 1,
+                kind: WorkerKind::Cuda,
+                node: 0,
+            }],
+            ..predicted(&urgent, [Some(0.02), Some(0.05)])
+        };
+        assert_eq!(
+            known_on_gpu().wants_runtime_predictions(&one_kind),
+            vec![false]
+        );
     }
 
     #[test]

@@ -54,6 +54,12 @@ impl Task {
         self.as_ref().priority()
     }
 
+    /// StarPU's predicted milliseconds for the task on `worker`, in the
+    /// task's own context ([`TaskRef::expected_ms_on`]).
+    pub fn expected_ms_on(&self, worker: WorkerId) -> Option<f64> {
+        self.as_ref().expected_ms_on(worker, self.sched_ctx())
+    }
+
     /// A short human-readable identification for messages.
     pub fn describe(&self) -> String {
         self.as_ref().describe()
