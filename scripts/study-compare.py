@@ -121,15 +121,20 @@ def plot(pairs, png):
     grouped by case and sorted by the ratio after."""
     warm = [p for p in pairs if p[2] == "after learning"]
     warm.sort(key=lambda p: (p[1][1], p[6][0] / p[3][1]))
+    rows = [(f"{p[1][0]} {p[1][1]} {p[1][2]}/{p[1][3]}", p[5][0] / p[3][1], p[6][0] / p[3][1])
+            for p in warm]
+    values = [v for r in rows for v in r[1:]]
+    # At least 0.85 to 1.15; wider when a pair lies outside.
+    low = min([0.85] + [v - 0.02 for v in values])
+    high = max([1.15] + [v + 0.05 for v in values])
     points(
-        [(f"{p[1][0]} {p[1][1]} {p[1][2]}/{p[1][3]}", p[5][0] / p[3][1], p[6][0] / p[3][1])
-         for p in warm],
+        rows,
         png,
         "Each pair of the study after learning: before (circles) and after (dots) the change",
         "makespan / StarPU best (SIMULATED)",
         ("before", "after"),
         1.03,
-        "[0.85:1.15]",
+        f"[{low:.2f}:{high:.2f}]",
     )
 
 
