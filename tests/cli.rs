@@ -407,6 +407,11 @@ fn plb_graph_records_every_task_of_a_real_graph_and_its_edges() {
         plb()
             .env("STARPU_HOME", &dir)
             .env("STARPU_CALIBRATE", calibrate)
+            // StarPU drops a measurement more than STARPU_HISTORY_MAX_ERROR
+            // (50 %) off its mean, and flushes the model when most are: on
+            // a loaded machine these 240-wide tiles' times vary more than
+            // that, and the models never calibrated. Keep every one.
+            .env("STARPU_HISTORY_MAX_ERROR", "1000000")
             .env("PLB_GRAPH", &graph)
             .args(["run", "--sched", "plb-heft", "--"])
             .arg(&app)
