@@ -198,7 +198,7 @@ pub struct GraphModels {
     pub book: ModelBook,
     training: HashSet<(WorkerKind, usize)>,
     /// (kind, codelet) pairs the runtime's predictions were read for and
-    /// did not show the kind faster: not asked again (at most
+    /// showed the kind slower, or had none: not asked again (at most
     /// [`KIND_SPEED_CAP`]).
     runtime_read: HashSet<(WorkerKind, usize)>,
     /// The lowest priority of any task placed so far: a task above it is
@@ -497,9 +497,7 @@ impl GraphModels {
             mean_area_s: self.mean_area_s(),
         }
     }
-}
 
-impl GraphModels {
     /// Whether the runtime's predictions of a task (`f.runtime`) show
     /// `kind` no slower than the members with a prediction of ours
     /// (`cost`): the shortest of each, the runtime's own for both when it

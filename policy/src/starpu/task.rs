@@ -336,10 +336,11 @@ impl TaskRef<'_> {
         let raw = self.raw.as_ptr();
         (0..sys::STARPU_MAXIMPLEMENTATIONS)
             .filter_map(|nimpl| {
-                // SAFETY: plain queries on a live task (StarPU only reads
-                // it and its models, under its own locks, and calls no
-                // policy hook); the archetype is StarPU's, for a worker of
-                // the context.
+                // SAFETY: queries on a live task: StarPU reads it and its
+                // models under its own locks and calls no policy hook (for
+                // a model not calibrated yet it also turns its own
+                // calibration on, outside SimGrid); the archetype is
+                // StarPU's, for a worker of the context.
                 unsafe {
                     if sys::starpu_worker_can_execute_task(worker.0, raw, nimpl) == 0 {
                         return None;
