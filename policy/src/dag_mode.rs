@@ -202,13 +202,6 @@ impl DagPolicy {
                 }
             }
         }
-        // StarPU's view of each task: capability, transfers, affinity, and
-        // its own predictions where they could decide training a kind of
-        // unknown speed.
-        let asked = relaxed_lock(&self.models)
-            .graph
-            .wants_runtime_predictions(&batch);
-        let facts = batch.facts_with(&asked);
         // A codelet's first tasks: its saved samples (read from the file
         // when the workers joined) seed our models, fitted without the
         // models lock and installed before the predictions.
@@ -237,6 +230,14 @@ impl DagPolicy {
                 models.graph.book.install(f);
             }
         }
+        // StarPU's view of each task: capability, transfers, affinity, and
+        // its own predictions where they could decide training a kind of
+        // unknown speed (asked after the seeding above: a seeded model is
+        // a prediction of ours, and StarPU's is then not needed).
+        let asked = relaxed_lock(&self.models)
+            .graph
+            .wants_runtime_predictions(&batch);
+        let facts = batch.facts_with(&asked);
         if self.ranked {
             batch.ranks = self.upward_ranks(&batch);
         }

@@ -304,6 +304,12 @@ impl GraphModels {
             .min_by(f64::total_cmp)
     }
 
+    /// Each kind's [`GraphModels::slowdown`] (it scans every kind's
+    /// speeds: once per batch).
+    fn slowdowns(&self) -> [(WorkerKind, Option<f64>); WorkerKind::ALL.len()] {
+        WorkerKind::ALL.map(|kind| (kind, self.slowdown(kind)))
+    }
+
     /// The mean area of the tasks priced so far (0 before any).
     pub fn mean_area_s(&self) -> f64 {
         if self.area.1 == 0 {
@@ -340,13 +346,16 @@ impl GraphModels {
     /// it; several kinds present.
     pub fn wants_runtime_predictions<T: GraphTask>(&self, batch: &Batch<T>) -> Vec<bool> {
         let members = &batch.members;
-        let several = members.iter().any(|m| m.kind != members[0].kind);
-        let unmeasured_kinds: Vec<WorkerKind> = WorkerKind::ALL
-            .into_iter()
-            .filter(|&k| several && self.slowdown(k).is_none())
-            .collect();
+        if members.iter().all(|m| m.kind == members[0].kind) {
+            return vec![false; batch.tasks.len()];
+        }
+        let slowdowns = self.slowdowns();
         let unmeasured: Vec<usize> = (0..members.len())
-            .filter(|&m| unmeasured_kinds.contains(&members[m].kind))
+            .filter(|&m| {
+                slowdowns
+                    .iter()
+                    .any(|&(k, r)| k == members[m].kind && r.is_none())
+            })
             .collect();
         batch
             .tasks
@@ -392,8 +401,7 @@ impl GraphModels {
             .chain(self.lowest_priority)
             .min();
         self.lowest_priority = lowest;
-        // Each kind's slowdown, once per batch (it scans every kind's speeds).
-        let slowdowns = WorkerKind::ALL.map(|kind| (kind, self.slowdown(kind)));
+        let slowdowns = self.slowdowns();
         let slowdown = |kind: WorkerKind| {
             slowdowns
                 .iter()
@@ -514,21 +522,26 @@ impl GraphModels {
         if f.runtime.is_empty() {
             return false;
         }
-        let shortest = |it: &mut dyn Iterator<Item = f64>| it.min_by(f64::total_cmp);
+        let runtime = |m: usize| f.runtime.get(m).copied().flatten();
         let theirs = shortest(
-            &mut (0..members.len())
+            (0..members.len())
                 .filter(|&m| members[m].kind == kind)
-                .filter_map(|m| f.runtime[m]),
+                .filter_map(runtime),
         );
         let known: Vec<usize> = (0..members.len()).filter(|&m| cost[m].is_some()).collect();
-        let reference = shortest(&mut known.iter().filter_map(|&m| f.runtime[m]))
-            .or_else(|| shortest(&mut known.iter().filter_map(|&m| cost[m])));
+        let reference = shortest(known.iter().filter_map(|&m| runtime(m)))
+            .or_else(|| shortest(known.iter().filter_map(|&m| cost[m])));
         let no_slower = matches!((theirs, reference), (Some(a), Some(b)) if a <= b);
         if !no_slower && self.runtime_read.len() < KIND_SPEED_CAP {
             self.runtime_read.insert((kind, codelet));
         }
         no_slower
     }
+}
+
+/// The smallest of `values`, `None` when there are none.
+fn shortest(values: impl Iterator<Item = f64>) -> Option<f64> {
+    values.min_by(f64::total_cmp)
 }
 
 /// How long the members with a prediction for some task of the batch
@@ -789,9 +802,11 @@ mod tests {
         trains_in(models, &batch(tiles))
     }
 
-    /// Which kind each task of batch `b` trains.
-    fn trains_in(models: &mut GraphModels, b: &Batch<Tile>) -> Vec<Option<WorkerKind>> {
-        let facts = b.facts();
+    /// Which kind each task of batch `b` trains, the runtime's predictions
+    /// read where the models ask for them.
+    fn trains_in<T: GraphTask>(models: &mut GraphModels, b: &Batch<T>) -> Vec<Option<WorkerKind>> {
+        let asked = models.wants_runtime_predictions(b);
+        let facts = b.facts_with(&asked);
         let costs = models.costs(b, &facts);
         costs
             .train
@@ -943,19 +958,6 @@ mod tests {
         }
     }
 
-    /// Which kind each task of `b` trains, the runtime's predictions read
-    /// where the models ask for them.
-    fn trains_predicted(m: &mut GraphModels, b: &Batch<Predicted>) -> Vec<Option<WorkerKind>> {
-        let asked = m.wants_runtime_predictions(b);
-        let facts = b.facts_with(&asked);
-        let costs = m.costs(b, &facts);
-        costs
-            .train
-            .iter()
-            .map(|t| t.map(|k| b.members[k].kind))
-            .collect()
-    }
-
     #[test]
     fn a_kind_the_runtime_predicts_no_slower_trains_even_on_an_urgent_task() {
         // Codelet 1 known on the GPU only (0.05 s), the CPU's speed
@@ -974,21 +976,18 @@ mod tests {
         let mut m = known_on_gpu();
         let faster = predicted(&urgent, [Some(0.02), Some(0.05)]);
         assert_eq!(m.wants_runtime_predictions(&faster), vec![true]);
-        assert_eq!(
-            trains_predicted(&mut m, &faster),
-            vec![Some(WorkerKind::Cpu)]
-        );
+        assert_eq!(trains_in(&mut m, &faster), vec![Some(WorkerKind::Cpu)]);
         // Without a runtime prediction for the GPU, ours (0.05 s) is the
         // reference.
         let mut m = known_on_gpu();
         let b = predicted(&urgent, [Some(0.04), None]);
-        assert_eq!(trains_predicted(&mut m, &b), vec![Some(WorkerKind::Cpu)]);
+        assert_eq!(trains_in(&mut m, &b), vec![Some(WorkerKind::Cpu)]);
         // Predicted slower (0.5 s), or not predicted: nothing trains, and
         // the codelet's predictions are not read again.
         for runtime in [[Some(0.5), Some(0.05)], [None, None]] {
             let mut m = known_on_gpu();
             let b = predicted(&urgent, runtime);
-            assert_eq!(trains_predicted(&mut m, &b), vec![None]);
+            assert_eq!(trains_in(&mut m, &b), vec![None]);
             assert_eq!(m.wants_runtime_predictions(&b), vec![false], "{runtime:?}");
         }
         // Once the CPU's speed is measured the predictions are not asked
