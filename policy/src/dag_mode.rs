@@ -149,6 +149,9 @@ pub struct DagPolicy {
     done: Mutex<Option<Vec<usize>>>,
     /// Whether placements need the tasks' upward ranks (HEFT's slack).
     ranked: bool,
+    /// Whether StarPU's predictions stand in where ours have none
+    /// (`PLB_STARPU_MODELS`).
+    starpu_models: bool,
     /// The lines' bound in force ([`GraphSched::windowed`]) as of the
     /// last change of members, an accelerator's and a CPU worker's
     /// (`usize::MAX`: none): an own-line pop from a full line reports the
@@ -231,12 +234,15 @@ impl DagPolicy {
             }
         }
         // StarPU's view of each task: capability, transfers, affinity, and
-        // its own predictions where they could decide training a kind of
-        // unknown speed (asked after the seeding above: a seeded model is
-        // a prediction of ours, and StarPU's is then not needed).
-        let asked = relaxed_lock(&self.models)
-            .graph
-            .wants_runtime_predictions(&batch);
+        // its own predictions on the workers ours have none for (asked
+        // after the seeding above: a seeded model is a prediction of ours).
+        let asked = if self.starpu_models {
+            relaxed_lock(&self.models)
+                .graph
+                .wants_runtime_predictions(&batch)
+        } else {
+            Vec::new()
+        };
         let facts = batch.facts_with(&asked);
         if self.ranked {
             batch.ranks = self.upward_ranks(&batch);
@@ -377,6 +383,7 @@ impl SchedPolicy for DagPolicy {
             ranks: Mutex::new(UpwardRanks::default()),
             done: Mutex::new(Some(Vec::new())),
             ranked: method == Method::Heft,
+            starpu_models: tuning.starpu_models,
             caps: [AtomicUsize::new(usize::MAX), AtomicUsize::new(usize::MAX)],
             g: Gauges::new(n),
         }

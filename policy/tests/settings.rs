@@ -58,6 +58,7 @@ fn invalid_values_fail_starpu_initialize_with_one_message() {
         ("PLB_REBALANCE_THRESHOLD", "-1", "> 0"),
         ("PLB_SOLVER", "cplex", "`ipopt` or `fast`"),
         ("PLB_MIN_BLOCK", "gpu=4", "cpu=N"),
+        ("PLB_STARPU_MODELS", "yes", "`on` or `off`"),
         ("PLB_TRACE", "/nonexistent-dir/t.csv", "writable file path"),
     ];
     for sched in ["plb-hac", "eager"] {

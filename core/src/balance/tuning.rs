@@ -129,6 +129,9 @@ pub struct Tuning {
     /// `PLB_HEFT_WINDOW`: most tasks `plb-heft` queues on a line (`None`:
     /// every ready task is placed at once).
     pub heft_window: Option<Window>,
+    /// `PLB_STARPU_MODELS`: whether the task-graph policies take StarPU's
+    /// calibrated prediction where ours have none.
+    pub starpu_models: bool,
 }
 
 /// Default of `PLB_DADA_ALPHA` (see `docs/balancers.md`, "Task graphs").
@@ -158,6 +161,7 @@ impl Default for Tuning {
             dada_alpha: DADA_ALPHA,
             dada_eps: DADA_EPS,
             heft_window: Some(HEFT_WINDOW),
+            starpu_models: true,
         }
     }
 }
@@ -248,6 +252,12 @@ pub const VARIABLES: &[Variable] = &[
         accepted: "`ACC:CPU` (integers >= 1), or `off`",
         default: "60:4",
         meaning: "plb-heft, in a context with an accelerator: most tasks queued on an accelerator's line and on a CPU worker's; the other ready tasks wait, highest priority placed first (`off`: all placed at once)",
+    },
+    Variable {
+        name: "PLB_STARPU_MODELS",
+        accepted: "`on` or `off`",
+        default: "on",
+        meaning: "plb-heft, dada, dada-cp, with workers of several kinds: where our models have no prediction of a task on a worker, StarPU's calibrated one is used (`off`: ours alone; a kind without one is trained)",
     },
 ];
 
@@ -413,6 +423,19 @@ impl Tuning {
                 value: v.clone(),
                 accepted: accepted("PLB_HEFT_WINDOW"),
             })?;
+        }
+        if let Some(v) = var("PLB_STARPU_MODELS") {
+            t.starpu_models = match v.trim() {
+                "on" => true,
+                "off" => false,
+                _ => {
+                    return Err(TuningError {
+                        name: "PLB_STARPU_MODELS",
+                        value: v,
+                        accepted: accepted("PLB_STARPU_MODELS"),
+                    });
+                }
+            };
         }
         if let Some(v) = var("PLB_SOLVER") {
             t.solver = Some(match v.trim().to_ascii_lowercase().as_str() {
@@ -590,6 +613,7 @@ mod tests {
             ("PLB_HEFT_WINDOW", "60"),
             ("PLB_HEFT_WINDOW", "0:4"),
             ("PLB_HEFT_WINDOW", "60:x"),
+            ("PLB_STARPU_MODELS", "yes"),
         ];
         for (name, value) in cases {
             let e = with(&[(name, value)]).unwrap_err();
@@ -628,6 +652,17 @@ mod tests {
                 cpu: 2
             })
         );
+    }
+
+    #[test]
+    fn starpu_models() {
+        assert!(Tuning::default().starpu_models);
+        assert!(
+            !with(&[("PLB_STARPU_MODELS", " off ")])
+                .unwrap()
+                .starpu_models
+        );
+        assert!(with(&[("PLB_STARPU_MODELS", "on")]).unwrap().starpu_models);
     }
 
     #[test]

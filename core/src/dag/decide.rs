@@ -32,8 +32,7 @@ pub trait GraphTask {
     fn input_on_node(&self, node: usize) -> bool;
     /// The runtime's own calibrated prediction of its seconds on `worker`
     /// (StarPU's performance model), `None` when it has none; read only
-    /// to decide whether to train a kind of unknown speed
-    /// ([`GraphModels::costs`]).
+    /// where our models have no prediction ([`GraphModels::costs`]).
     fn runtime_prediction_s(&self, _worker: usize) -> Option<f64> {
         None
     }
@@ -140,8 +139,9 @@ impl<T: GraphTask> Batch<T> {
     }
 
     /// [`Batch::facts`], with the runtime's own predictions for the tasks
-    /// `asked` marks (indexed like the batch; missing: not asked).
-    pub fn facts_with(&self, asked: &[bool]) -> Vec<Facts> {
+    /// and members `asked` marks (indexed like the batch, then like its
+    /// members; missing: not asked).
+    pub fn facts_with(&self, asked: &[Vec<bool>]) -> Vec<Facts> {
         let nodes: Vec<usize> = self.members.iter().map(|m| m.node).collect();
         let mut distinct = nodes.clone();
         distinct.sort_unstable();
@@ -155,14 +155,17 @@ impl<T: GraphTask> Batch<T> {
                     .iter()
                     .map(|m| t.implementation_on(m.id))
                     .collect();
-                let runtime = if asked.get(k).copied().unwrap_or(false) {
-                    self.members
+                let runtime = match asked.get(k) {
+                    Some(want) if want.iter().any(|&w| w) => self
+                        .members
                         .iter()
                         .zip(&capable)
-                        .map(|(m, c)| c.and_then(|_| t.runtime_prediction_s(m.id)))
-                        .collect()
-                } else {
-                    Vec::new()
+                        .zip(want)
+                        .map(|((m, c), &w)| {
+                            c.filter(|_| w).and_then(|_| t.runtime_prediction_s(m.id))
+                        })
+                        .collect(),
+                    _ => Vec::new(),
                 };
                 let per_node: Vec<f64> = distinct
                     .iter()
@@ -197,9 +200,8 @@ pub struct GraphModels {
     /// The fitted models per (worker, codelet).
     pub book: ModelBook,
     training: HashSet<(WorkerKind, usize)>,
-    /// (kind, codelet) pairs the runtime's predictions were read for and
-    /// showed the kind slower, or had none: not asked again (at most
-    /// [`KIND_SPEED_CAP`]).
+    /// (kind, codelet) pairs the runtime had no prediction for when asked:
+    /// not asked again (at most [`KIND_SPEED_CAP`]).
     runtime_read: HashSet<(WorkerKind, usize)>,
     /// The lowest priority of any task placed so far: a task above it is
     /// urgent, and a kind is not trained on it when another kind knows or
@@ -339,56 +341,47 @@ impl GraphModels {
         })
     }
 
-    /// Which tasks of `batch` the runtime's own predictions could decide
-    /// training for: a member has no prediction of ours for the task, its
-    /// kind has no measured speed yet ([`GraphModels::slowdown`]), is not
-    /// being trained on the task's codelet and was not already read for
-    /// it; several kinds present.
-    pub fn wants_runtime_predictions<T: GraphTask>(&self, batch: &Batch<T>) -> Vec<bool> {
+    /// For each task of `batch`, the members to read the runtime's own
+    /// prediction from: those with no prediction of ours for the task,
+    /// unless the runtime was already found without one for their kind and
+    /// the task's codelet; none when the batch's members are of one kind.
+    pub fn wants_runtime_predictions<T: GraphTask>(&self, batch: &Batch<T>) -> Vec<Vec<bool>> {
         let members = &batch.members;
         if members.iter().all(|m| m.kind == members[0].kind) {
-            return vec![false; batch.tasks.len()];
+            return vec![Vec::new(); batch.tasks.len()];
         }
-        let slowdowns = self.slowdowns();
-        let unmeasured: Vec<usize> = (0..members.len())
-            .filter(|&m| {
-                slowdowns
-                    .iter()
-                    .any(|&(k, r)| k == members[m].kind && r.is_none())
-            })
-            .collect();
         batch
             .tasks
             .iter()
             .map(|t| {
                 let c = t.codelet();
-                unmeasured.iter().any(|&m| {
-                    let key = (members[m].kind, c);
-                    !self.training.contains(&key)
-                        && !self.runtime_read.contains(&key)
-                        && self.predict(members, m, c, t.units()).is_none()
-                })
+                (0..members.len())
+                    .map(|m| {
+                        !self.runtime_read.contains(&(members[m].kind, c))
+                            && self.predict(members, m, c, t.units()).is_none()
+                    })
+                    .collect()
             })
             .collect()
     }
 
-    /// The predictions for `batch` (cheap: no fit); the first task of a
-    /// kind with no prediction trains it, on that kind's least-loaded
-    /// worker; later ones go where predictions exist until its sample
-    /// arrives. Which kind and which task train, so that learning costs
-    /// the critical path little (a CPU can be a hundred times slower than
-    /// a GPU on a tile):
+    /// The predictions for `batch` (cheap: no fit): ours, else the
+    /// runtime's calibrated one where it was read (`facts`, see
+    /// [`GraphModels::wants_runtime_predictions`]). Where neither exists,
+    /// the first task of a kind with no prediction trains it, on that
+    /// kind's least-loaded worker; later ones go where predictions exist
+    /// until its sample arrives. Which kind and which task train, so that
+    /// learning costs the critical path little (a CPU can be a hundred
+    /// times slower than a GPU on a tile):
     /// - a codelet nobody knows trains an accelerator first (CUDA, OpenCL);
     /// - once a kind knows a codelet or its sample is out, another kind is
     ///   trained on it only if it is at most [`HOPELESS_RATIO`] times
     ///   slower on some codelet both ran; while that is not known yet,
-    ///   on a task the runtime's own calibrated predictions (`facts`, see
-    ///   [`GraphModels::wants_runtime_predictions`]) say it runs no slower
-    ///   than the kinds with a prediction of ours, or only on a task of the
-    ///   lowest priority seen so far, never on an urgent one (a panel
-    ///   factorisation, say). A task not used for
-    ///   training goes where predictions exist, or waits with the kind
-    ///   being trained.
+    ///   only on a task of the lowest priority seen so far, never on an
+    ///   urgent one (a panel factorisation, say), and only when the work
+    ///   ahead would keep the known kinds busy that many times its length.
+    ///   A task not used for training goes where predictions exist, or
+    ///   waits with the kind being trained.
     pub fn costs<T: GraphTask>(&mut self, batch: &Batch<T>, facts: &[Facts]) -> Costs {
         let members = &batch.members;
         let mut train = vec![None; batch.tasks.len()];
@@ -417,10 +410,30 @@ impl GraphModels {
                     .map(|m| {
                         f.capable[m]?;
                         self.predict(members, m, t.codelet(), t.units())
+                            .or_else(|| f.runtime.get(m).copied().flatten())
                     })
                     .collect()
             })
             .collect();
+        // A (kind, codelet) the runtime was asked about and had no
+        // prediction for is not asked about again.
+        for (t, f) in batch.tasks.iter().zip(facts) {
+            if f.runtime.is_empty() {
+                continue;
+            }
+            for (m, member) in members.iter().enumerate() {
+                let none = (0..members.len())
+                    .filter(|&o| members[o].kind == member.kind && f.capable[o].is_some())
+                    .all(|o| f.runtime.get(o).copied().flatten().is_none());
+                if none
+                    && f.capable[m].is_some()
+                    && self.predict(members, m, t.codelet(), t.units()).is_none()
+                    && self.runtime_read.len() < KIND_SPEED_CAP
+                {
+                    self.runtime_read.insert((member.kind, t.codelet()));
+                }
+            }
+        }
         for c in &cost {
             let rate: f64 = c
                 .iter()
@@ -468,10 +481,7 @@ impl GraphModels {
                     !known
                         || match slowdown(kind) {
                             Some(r) => r <= HOPELESS_RATIO,
-                            None => {
-                                (!urgent && affordable)
-                                    || self.runtime_says_no_slower(kind, codelet, members, cost, f)
-                            }
+                            None => !urgent && affordable,
                         }
                 });
             if cost.iter().all(Option::is_none) && untrained.is_none() {
@@ -505,43 +515,6 @@ impl GraphModels {
             mean_area_s: self.mean_area_s(),
         }
     }
-
-    /// Whether the runtime's predictions of a task (`f.runtime`) show
-    /// `kind` no slower than the members with a prediction of ours
-    /// (`cost`): the shortest of each, the runtime's own for both when it
-    /// has them, else ours for the known side. A reading that does not is
-    /// remembered, and that (kind, codelet) is not read again.
-    fn runtime_says_no_slower(
-        &mut self,
-        kind: WorkerKind,
-        codelet: usize,
-        members: &[Member],
-        cost: &[Option<f64>],
-        f: &Facts,
-    ) -> bool {
-        if f.runtime.is_empty() {
-            return false;
-        }
-        let runtime = |m: usize| f.runtime.get(m).copied().flatten();
-        let theirs = shortest(
-            (0..members.len())
-                .filter(|&m| members[m].kind == kind)
-                .filter_map(runtime),
-        );
-        let known: Vec<usize> = (0..members.len()).filter(|&m| cost[m].is_some()).collect();
-        let reference = shortest(known.iter().filter_map(|&m| runtime(m)))
-            .or_else(|| shortest(known.iter().filter_map(|&m| cost[m])));
-        let no_slower = matches!((theirs, reference), (Some(a), Some(b)) if a <= b);
-        if !no_slower && self.runtime_read.len() < KIND_SPEED_CAP {
-            self.runtime_read.insert((kind, codelet));
-        }
-        no_slower
-    }
-}
-
-/// The smallest of `values`, `None` when there are none.
-fn shortest(values: impl Iterator<Item = f64>) -> Option<f64> {
-    values.min_by(f64::total_cmp)
 }
 
 /// How long the members with a prediction for some task of the batch
@@ -959,10 +932,10 @@ mod tests {
     }
 
     #[test]
-    fn a_kind_the_runtime_predicts_no_slower_trains_even_on_an_urgent_task() {
+    fn a_worker_without_a_prediction_of_ours_takes_the_runtimes() {
         // Codelet 1 known on the GPU only (0.05 s), the CPU's speed
-        // unknown, the GPU idle: the worst-case rule trains nothing; an
-        // urgent task (priority 9) never.
+        // unknown, the GPU idle: without the runtime's predictions nothing
+        // trains on an urgent task (priority 9), and the CPU has no cost.
         let known_on_gpu = || {
             let mut m = GraphModels::default();
             m.book.record_now(1, 1, 1.0, 0.05);
@@ -971,31 +944,40 @@ mod tests {
         };
         let urgent = [(1, 9)];
         assert_eq!(trains(&mut known_on_gpu(), &urgent), vec![None]);
-        // StarPU says 0.02 s on the CPU against 0.05 on the GPU: the CPU
-        // trains on it.
-        let mut m = known_on_gpu();
-        let faster = predicted(&urgent, [Some(0.02), Some(0.05)]);
-        assert_eq!(m.wants_runtime_predictions(&faster), vec![true]);
-        assert_eq!(trains_in(&mut m, &faster), vec![Some(WorkerKind::Cpu)]);
-        // Without a runtime prediction for the GPU, ours (0.05 s) is the
-        // reference.
-        let mut m = known_on_gpu();
-        let b = predicted(&urgent, [Some(0.04), None]);
-        assert_eq!(trains_in(&mut m, &b), vec![Some(WorkerKind::Cpu)]);
-        // Predicted slower (0.5 s), or not predicted: nothing trains, and
-        // the codelet's predictions are not read again.
-        for runtime in [[Some(0.5), Some(0.05)], [None, None]] {
+        // The CPU alone, which we have no prediction for, is asked about.
+        let faster = predicted(&urgent, [Some(0.02), Some(0.01)]);
+        assert_eq!(
+            known_on_gpu().wants_runtime_predictions(&faster),
+            vec![vec![true, false]]
+        );
+        // Where the runtime predicts the CPU, that is its cost (ours stays
+        // the GPU's: 0.05, not the runtime's 0.01); nothing trains, and
+        // HEFT sends the task to the earlier finish: the CPU at 0.02 s,
+        // the GPU when the CPU is predicted at 0.5 s.
+        let worker_for = |cpu_s: f64| {
             let mut m = known_on_gpu();
-            let b = predicted(&urgent, runtime);
-            assert_eq!(trains_in(&mut m, &b), vec![None]);
-            assert_eq!(m.wants_runtime_predictions(&b), vec![false], "{runtime:?}");
-        }
-        // Once the CPU's speed is measured the predictions are not asked
-        // for: the measured slowdown decides.
+            let b = predicted(&urgent, [Some(cpu_s), Some(0.01)]);
+            let facts = b.facts_with(&[vec![true, true]]);
+            let costs = m.costs(&b, &facts);
+            assert_eq!(costs.cost, vec![vec![Some(cpu_s), Some(0.05)]]);
+            assert_eq!(costs.train, vec![None]);
+            decide(Method::Heft, b, facts, costs).decisions[0].worker
+        };
+        assert_eq!(worker_for(0.02), 0);
+        assert_eq!(worker_for(0.5), 1);
+        // No runtime prediction either: nothing trains on the urgent
+        // task, and the codelet's predictions are not asked for again.
         let mut m = known_on_gpu();
-        m.record(0, WorkerKind::Cpu, 2, 1.0, 0.2);
-        m.record(1, WorkerKind::Cuda, 2, 1.0, 0.1);
-        assert_eq!(m.wants_runtime_predictions(&faster), vec![false]);
+        let none = predicted(&urgent, [None, None]);
+        assert_eq!(trains_in(&mut m, &none), vec![None]);
+        assert_eq!(m.wants_runtime_predictions(&none), vec![vec![false, false]]);
+        // Once the CPU has a prediction of ours, it is not asked about.
+        let mut m = known_on_gpu();
+        m.book.record_now(0, 1, 1.0, 0.3);
+        assert_eq!(
+            m.wants_runtime_predictions(&faster),
+            vec![vec![false, false]]
+        );
         // A batch of one kind's workers asks for none.
         let one_kind = Batch {
             members: vec![Member {
@@ -1007,7 +989,7 @@ mod tests {
         };
         assert_eq!(
             known_on_gpu().wants_runtime_predictions(&one_kind),
-            vec![false]
+            vec![Vec::<bool>::new()]
         );
     }
 
