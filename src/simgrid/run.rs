@@ -233,6 +233,18 @@ pub struct Outcome {
     pub stderr_tail: String,
 }
 
+/// StarPU-SimGrid's line saying a kernel has no sampled model on the
+/// machine (the case's tile or GEMM size was never sampled there), if
+/// `stderr` holds one.
+pub fn unsampled_kernel(stderr: &str) -> Option<&str> {
+    stderr
+        .lines()
+        .find(|l| {
+            l.contains("is not calibrated at all for") || l.contains("does not have a perfmodel")
+        })
+        .map(str::trim)
+}
+
 /// What to run on a machine: a case under a policy.
 pub struct Request<'a> {
     pub case: &'a Case,
@@ -697,6 +709,17 @@ mod tests {
             Case::parse("cholesky:9600").unwrap().slug()
         );
         assert_eq!(c.slug(), "cholesky-19200-tile960");
+    }
+
+    #[test]
+    fn a_kernel_without_samples_is_recognised() {
+        let stderr = "[starpu] something\n[starpu][__starpu_history_based_job_expected_perf] Warning: model starpu_sgemm_gemm is not calibrated at all for cpu0_impl0 (Comb8) size 62668800 footprint 49e64657. Assuming it can not work there\nCodelet starpu_sgemm_gemm does not have a perfmodel, or is not calibrated enough\n";
+        assert!(
+            unsampled_kernel(stderr)
+                .unwrap()
+                .contains("starpu_sgemm_gemm is not calibrated at all")
+        );
+        assert_eq!(unsampled_kernel("Segmentation fault\n"), None);
     }
 
     #[test]
