@@ -415,22 +415,22 @@ impl GraphModels {
                     .collect()
             })
             .collect();
-        // A (kind, codelet) the runtime was asked about and had no
-        // prediction for is not asked about again.
+        // A kind the runtime was asked about for a task (its capable
+        // members have no prediction of ours) and had no prediction for is
+        // not asked about again for that codelet.
         for (t, f) in batch.tasks.iter().zip(facts) {
             if f.runtime.is_empty() {
                 continue;
             }
-            for (m, member) in members.iter().enumerate() {
-                let none = (0..members.len())
-                    .filter(|&o| members[o].kind == member.kind && f.capable[o].is_some())
-                    .all(|o| f.runtime.get(o).copied().flatten().is_none());
-                if none
-                    && f.capable[m].is_some()
-                    && self.predict(members, m, t.codelet(), t.units()).is_none()
-                    && self.runtime_read.len() < KIND_SPEED_CAP
-                {
-                    self.runtime_read.insert((member.kind, t.codelet()));
+            for kind in WorkerKind::ALL {
+                let mut asked = (0..members.len())
+                    .filter(|&m| members[m].kind == kind && f.capable[m].is_some())
+                    .filter(|&m| self.predict(members, m, t.codelet(), t.units()).is_none())
+                    .peekable();
+                let unanswered = asked.peek().is_some()
+                    && asked.all(|m| f.runtime.get(m).copied().flatten().is_none());
+                if unanswered && self.runtime_read.len() < KIND_SPEED_CAP {
+                    self.runtime_read.insert((kind, t.codelet()));
                 }
             }
         }
