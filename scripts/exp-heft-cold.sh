@@ -63,14 +63,5 @@ for rep in $(seq 1 "$REPS"); do
     run "plb-heft (cold, ours alone)" plb-heft PLB_MODEL_DIR=off PLB_STARPU_MODELS=off >> "$CSV"
     echo "exp-heft-cold: round $rep/$REPS" >&2
 done
-python3 - "$CSV" <<'EOF'
-import csv, statistics, sys
-runs = {}
-for r in csv.DictReader(open(sys.argv[1])):
-    runs.setdefault(r["policy"], []).append(float(r["ms"]))
-dmda = statistics.median(runs["dmda"])
-for name, ms in runs.items():
-    m = statistics.median(ms)
-    print(f"{name}: {m:.0f} [{min(ms):.0f}-{max(ms):.0f}] ms, {m / dmda:.2f}x dmda")
-EOF
+exp_real_medians "$CSV" dmda
 echo "exp-heft-cold: $CSV"

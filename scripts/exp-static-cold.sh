@@ -56,14 +56,5 @@ for rep in $(seq 1 "$REPS"); do
     run "static (cold: PLB_MODEL_DIR=off)" static PLB_MODEL_DIR=off >> "$CSV"
     echo "exp-static-cold: round $rep/$REPS" >&2
 done
-python3 - "$CSV" <<'EOF'
-import csv, statistics, sys
-runs = {}
-for r in csv.DictReader(open(sys.argv[1])):
-    runs.setdefault(r["policy"], []).append(float(r["ms"]))
-eager = statistics.median(runs["eager"])
-for name, ms in runs.items():
-    m = statistics.median(ms)
-    print(f"{name}: {m:.0f} [{min(ms):.0f}-{max(ms):.0f}] ms, {m / eager:.2f}x eager")
-EOF
+exp_real_medians "$CSV" eager
 echo "exp-static-cold: $CSV"

@@ -28,3 +28,18 @@ exp_real_options() {
     done
     exp_real_out
 }
+
+# exp_real_medians CSV REFERENCE: prints each policy's median [min-max]
+# of CSV (columns policy,rep,ms) and its ratio to REFERENCE's median.
+exp_real_medians() {
+    python3 - "$1" "$2" <<'EOF'
+import csv, statistics, sys
+runs = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    runs.setdefault(r["policy"], []).append(float(r["ms"]))
+ref = statistics.median(runs[sys.argv[2]])
+for name, ms in runs.items():
+    m = statistics.median(ms)
+    print(f"{name}: {m:.0f} [{min(ms):.0f}-{max(ms):.0f}] ms, {m / ref:.2f}x {sys.argv[2]}")
+EOF
+}
