@@ -27,13 +27,7 @@ exp_real_options "$@"
 SIZE=${SIZE:-1920}
 NBLOCKS=${NBLOCKS:-8}
 if [ "$QUICK" = 1 ]; then REPS=1 SIZE=960 NBLOCKS=4; fi
-LIB=${PLB_LIBRARY:-target/release/libstarpu_plb.so}
-EXAMPLES=${STARPU_EXAMPLES_DIR:-/usr/lib/x86_64-linux-gnu/starpu/examples}
-[ -f "$LIB" ] || { echo "$LIB not found: build with cargo build --release or set PLB_LIBRARY=" >&2; exit 2; }
-[ -x "$EXAMPLES/cholesky_implicit" ] || { echo "$EXAMPLES/cholesky_implicit not found: install starpu-examples (scripts/setup.sh) or set STARPU_EXAMPLES_DIR=" >&2; exit 2; }
-LIB=$(realpath "$LIB")
-HOME_DIR=$(mktemp -d)
-trap 'rm -rf "$HOME_DIR"' EXIT
+exp_real_example cholesky_implicit
 
 # run NAME SCHED [VAR=VALUE...]: one cholesky_implicit run; prints NAME,REP,ms.
 run() {

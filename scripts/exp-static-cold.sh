@@ -22,13 +22,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib/exp-real.sh
 exp_real_options "$@"
 [ "$QUICK" = 1 ] && REPS=1
-LIB=${PLB_LIBRARY:-target/release/libstarpu_plb.so}
-EXAMPLES=${STARPU_EXAMPLES_DIR:-/usr/lib/x86_64-linux-gnu/starpu/examples}
-[ -f "$LIB" ] || { echo "$LIB not found: build with cargo build --release or set PLB_LIBRARY=" >&2; exit 2; }
-[ -x "$EXAMPLES/sgemm" ] || { echo "$EXAMPLES/sgemm not found: install starpu-examples (scripts/setup.sh) or set STARPU_EXAMPLES_DIR=" >&2; exit 2; }
-LIB=$(realpath "$LIB")
-HOME_DIR=$(mktemp -d)
-trap 'rm -rf "$HOME_DIR"' EXIT
+exp_real_example sgemm
 
 # run NAME SCHED [VAR=VALUE...]: one sgemm run; prints NAME,REP,ms.
 run() {

@@ -43,3 +43,18 @@ for name, ms in runs.items():
     print(f"{name}: {m:.0f} [{min(ms):.0f}-{max(ms):.0f}] ms, {m / ref:.2f}x {sys.argv[2]}")
 EOF
 }
+
+# exp_real_example PROGRAM: sets LIB (our library for StarPU 1.3, absolute;
+# PLB_LIBRARY, default target/release/libstarpu_plb.so) and EXAMPLES
+# (STARPU_EXAMPLES_DIR, default Debian's), checks both and that
+# EXAMPLES/PROGRAM exists; makes a private STARPU_HOME in HOME_DIR, removed
+# on exit.
+exp_real_example() {
+    LIB=${PLB_LIBRARY:-target/release/libstarpu_plb.so}
+    EXAMPLES=${STARPU_EXAMPLES_DIR:-/usr/lib/x86_64-linux-gnu/starpu/examples}
+    [ -f "$LIB" ] || { echo "$LIB not found: build with cargo build --release or set PLB_LIBRARY=" >&2; exit 2; }
+    [ -x "$EXAMPLES/$1" ] || { echo "$EXAMPLES/$1 not found: install starpu-examples (scripts/setup.sh) or set STARPU_EXAMPLES_DIR=" >&2; exit 2; }
+    LIB=$(realpath "$LIB")
+    HOME_DIR=$(mktemp -d)
+    trap 'rm -rf "$HOME_DIR"' EXIT
+}
