@@ -24,19 +24,14 @@ exp_real_options "$@"
 [ "$QUICK" = 1 ] && REPS=1
 exp_real_example sgemm
 
-# run NAME SCHED [VAR=VALUE...]: one sgemm run; prints NAME,REP,ms.
+# run NAME SCHED [VAR=VALUE...]: one sgemm run (it prints "x y z ms
+# GFlop/s"); prints NAME,REP,ms.
 run() {
-    local name=$1 sched=$2 out
+    local name=$1 sched=$2
     shift 2
-    out=$(env -i PATH="$PATH" HOME="$HOME" STARPU_HOME="$HOME_DIR" STARPU_SILENT=1 \
-        STARPU_SCHED="$sched" STARPU_NCPU=2 STARPU_NOPENCL=0 STARPU_NCUDA=0 \
-        PLB_EMULATE="0:speed=0.25" STARPU_PERF_MODEL_HOMOGENEOUS_CPU=0 \
-        LD_PRELOAD="$LIB" "$@" "$EXAMPLES/sgemm" -size 2048 -nblocks 4 -iter 20)
-    # sgemm prints "x y z ms GFlop/s".
-    local ms
-    ms=$(awk '$1 ~ /^[0-9]/ { print $4; exit }' <<<"$out")
-    [ -n "$ms" ] || { echo "sgemm under $name printed no timing" >&2; exit 1; }
-    echo "\"$name\",$rep,$ms"
+    exp_real_run "$name" 4 STARPU_SCHED="$sched" STARPU_NCPU=2 STARPU_NOPENCL=0 STARPU_NCUDA=0 \
+        PLB_EMULATE="0:speed=0.25" STARPU_PERF_MODEL_HOMOGENEOUS_CPU=0 "$@" \
+        -- sgemm -size 2048 -nblocks 4 -iter 20
 }
 
 CSV=$OUT/static-cold.csv

@@ -58,3 +58,23 @@ exp_real_example() {
     HOME_DIR=$(mktemp -d)
     trap 'rm -rf "$HOME_DIR"' EXIT
 }
+
+# exp_real_run NAME COLUMN [VAR=VALUE...] -- PROGRAM [ARGS...]: one run of
+# EXAMPLES/PROGRAM with our library preloaded, in the private STARPU_HOME
+# (exp_real_example), in an environment holding only the variables given;
+# prints "NAME",$rep,MS, MS being field COLUMN of the program's first line
+# that starts with a number.
+exp_real_run() {
+    local name=$1 col=$2 out ms prog
+    shift 2
+    local vars=()
+    while [ "$1" != "--" ]; do vars+=("$1"); shift; done
+    shift
+    prog=$1
+    shift
+    out=$(env -i PATH="$PATH" HOME="$HOME" STARPU_HOME="$HOME_DIR" STARPU_SILENT=1 \
+        LD_PRELOAD="$LIB" "${vars[@]}" "$EXAMPLES/$prog" "$@")
+    ms=$(awk -v c="$col" '$1 ~ /^[0-9]/ { print $c; exit }' <<<"$out")
+    [ -n "$ms" ] || { echo "$prog under $name printed no timing" >&2; exit 1; }
+    echo "\"$name\",$rep,$ms"
+}
