@@ -288,6 +288,8 @@ pub fn run(setup: &Setup, machine: &Machine, req: &Request<'_>) -> Outcome {
     cmd.envs(req.env.iter().map(|(k, v)| (k, v)));
     let start = Instant::now();
     let (status, stdout, stderr) = run_with_timeout(cmd, setup.timeout);
+    // The whole of it stays in the run's folder (the outcome keeps a tail).
+    let _ = std::fs::write(dir.join("stderr.txt"), &stderr);
     let mut outcome = parse(&stdout, &stderr);
     if case.app == App::Gemm {
         // sgemm prints one iteration's mean time, rounded to the
