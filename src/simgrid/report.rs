@@ -197,8 +197,9 @@ pub fn write(
          modular-heft...) use the sampled, i.e. calibrated, models; heteroprio had unmeasured \
          auto-calibration runs until its makespan repeated (at most 5); our plb-heft, dada and \
          dada-cp had one unmeasured learning run whose models (PLB_MODEL_DIR) their measured runs \
-         load, and `NAME (cold)` is the same policy with no model file (a user's first run); our \
-         other policies learn within each run.\n",
+         load, and `NAME (cold)` is the same policy with no model file (a user's first run); both \
+         take StarPU's calibrated prediction for a worker their models have none for \
+         (PLB_STARPU_MODELS); our other policies learn within each run.\n",
     );
     let mut plot_data: BTreeMap<String, Vec<(String, Vec<Bar>)>> = BTreeMap::new();
     // Per policy of ours: its median over StarPU's best median, per group.
