@@ -306,12 +306,6 @@ impl GraphModels {
             .min_by(f64::total_cmp)
     }
 
-    /// Each kind's [`GraphModels::slowdown`] (it scans every kind's
-    /// speeds: once per batch).
-    fn slowdowns(&self) -> [(WorkerKind, Option<f64>); WorkerKind::ALL.len()] {
-        WorkerKind::ALL.map(|kind| (kind, self.slowdown(kind)))
-    }
-
     /// The mean area of the tasks priced so far (0 before any).
     pub fn mean_area_s(&self) -> f64 {
         if self.area.1 == 0 {
@@ -394,14 +388,16 @@ impl GraphModels {
             .chain(self.lowest_priority)
             .min();
         self.lowest_priority = lowest;
-        let slowdowns = self.slowdowns();
+        // Each kind's slowdown, once per batch (it scans every kind's speeds).
+        let slowdowns = WorkerKind::ALL.map(|kind| (kind, self.slowdown(kind)));
         let slowdown = |kind: WorkerKind| {
             slowdowns
                 .iter()
                 .find(|(k, _)| *k == kind)
                 .and_then(|(_, r)| *r)
         };
-        let cost: Vec<Vec<Option<f64>>> = batch
+        // Our predictions (`None` where a member cannot run the task).
+        let ours: Vec<Vec<Option<f64>>> = batch
             .tasks
             .iter()
             .zip(facts)
@@ -410,7 +406,6 @@ impl GraphModels {
                     .map(|m| {
                         f.capable[m]?;
                         self.predict(members, m, t.codelet(), t.units())
-                            .or_else(|| f.runtime.get(m).copied().flatten())
                     })
                     .collect()
             })
@@ -418,14 +413,14 @@ impl GraphModels {
         // A kind the runtime was asked about for a task (its capable
         // members have no prediction of ours) and had no prediction for is
         // not asked about again for that codelet.
-        for (t, f) in batch.tasks.iter().zip(facts) {
+        for ((t, f), ours) in batch.tasks.iter().zip(facts).zip(&ours) {
             if f.runtime.is_empty() {
                 continue;
             }
             for kind in WorkerKind::ALL {
                 let mut asked = (0..members.len())
                     .filter(|&m| members[m].kind == kind && f.capable[m].is_some())
-                    .filter(|&m| self.predict(members, m, t.codelet(), t.units()).is_none())
+                    .filter(|&m| ours[m].is_none())
                     .peekable();
                 let unanswered = asked.peek().is_some()
                     && asked.all(|m| f.runtime.get(m).copied().flatten().is_none());
@@ -434,6 +429,18 @@ impl GraphModels {
                 }
             }
         }
+        // A member without a prediction of ours takes the runtime's, where
+        // it was read.
+        let cost: Vec<Vec<Option<f64>>> = ours
+            .into_iter()
+            .zip(facts)
+            .map(|(ours, f)| {
+                ours.into_iter()
+                    .enumerate()
+                    .map(|(m, c)| c.or_else(|| f.runtime.get(m).copied().flatten()))
+                    .collect()
+            })
+            .collect();
         for c in &cost {
             let rate: f64 = c
                 .iter()
