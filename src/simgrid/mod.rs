@@ -217,6 +217,14 @@ impl Variant {
     pub fn learns(&self) -> bool {
         catalog::find(&self.name).is_some_and(|p| p.dag().is_some())
     }
+
+    /// The label as one file-name component (its runs' folders and files):
+    /// `%` and `/` percent-encoded, so a setting holding a path
+    /// (`plb-heft+PLB_TRACE=/tmp/t.csv`) neither nests folders nor leaves
+    /// the output folder, and two labels never share a name.
+    pub fn slug(&self) -> String {
+        self.label.replace('%', "%25").replace('/', "%2F")
+    }
 }
 
 /// One run's place in the study and what came of it.
@@ -451,7 +459,7 @@ impl Command {
                         "{}-{}-{}-models",
                         machine.label(),
                         case.slug(),
-                        v.label
+                        v.slug()
                     ));
                     let mut env = v.env.clone();
                     env.push(("PLB_MODEL_DIR".to_string(), dir.display().to_string()));
@@ -460,7 +468,7 @@ impl Command {
                 // One unmeasured run of our policy `v`, tagged and shown
                 // with `what`: reported, not a row.
                 let tagged = |v: &Variant, what: &str| {
-                    format!("{}-{}-{}-{what}", machine.label(), case.slug(), v.label)
+                    format!("{}-{}-{}-{what}", machine.label(), case.slug(), v.slug())
                 };
                 let unmeasured =
                     |v: &Variant, what: &str, env: &[(String, String)], tally: &mut Tally| {
@@ -494,7 +502,7 @@ impl Command {
                     let mut runs: Vec<Planned> = Vec::new();
                     for v in &variants {
                         let ours = catalog::find(&v.name).is_some();
-                        let tag = format!("{}-{}-{}-{rep}", machine.label(), case.slug(), v.label);
+                        let tag = format!("{}-{}-{}-{rep}", machine.label(), case.slug(), v.slug());
                         let env = if v.name == "heteroprio" {
                             let mut e = hp_env.clone();
                             e.extend(v.env.iter().cloned());
@@ -508,7 +516,7 @@ impl Command {
                     }
                     for v in variants.iter().filter(|v| v.learns() && !self.no_cold) {
                         let tag =
-                            format!("{}-{}-{}-cold-{rep}", machine.label(), case.slug(), v.label);
+                            format!("{}-{}-{}-cold-{rep}", machine.label(), case.slug(), v.slug());
                         let mut env = v.env.clone();
                         let dir = setup.scratch.join(&tag).join("no-models");
                         env.push(("PLB_MODEL_DIR".to_string(), dir.display().to_string()));
@@ -736,7 +744,18 @@ pub(crate) fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> std::io:
 
 #[cfg(test)]
 mod tests {
-    use super::calibrated;
+    use super::{Variant, calibrated};
+
+    #[test]
+    fn a_label_holding_a_path_names_one_folder_of_its_own() {
+        let traced = Variant::parse("plb-heft+PLB_TRACE=/tmp/../t.csv").unwrap();
+        assert_eq!(traced.slug(), "plb-heft+PLB_TRACE=%2Ftmp%2F..%2Ft.csv");
+        // Two labels never share a folder, even one spelling the other's
+        // encoding.
+        let spelt = Variant::parse("plb-heft+PLB_TRACE=%2Ftmp%2F..%2Ft.csv").unwrap();
+        assert_ne!(spelt.slug(), traced.slug());
+        assert_eq!(Variant::parse("dmda").unwrap().slug(), "dmda");
+    }
 
     #[test]
     fn heteroprio_is_calibrated_once_its_makespan_repeats() {
