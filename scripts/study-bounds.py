@@ -16,7 +16,16 @@ short as the bound), and how many pairs StarPU's best is within 1.05x of
 it (there, no policy can be 5 % faster than StarPU's best), and offline
 HEFT's makespan on the recorded graph (no transfers) over the bound: the
 optimum of that graph with no transfers lies between the bound and the
-shortest schedule known.
+shortest schedule known. The last column takes, pair by pair, the shorter
+of offline HEFT's schedule and StarPU's best, over StarPU's best: what a
+policy following offline HEFT's schedule wherever it is shorter would
+reach, if the schedule lost nothing to transfers.
+
+Then, for Cholesky and LU on the shapes with all their GPUs (where offline
+HEFT is shortest), each pair's gap from POLICY's makespan to offline
+HEFT's beside the time POLICY's GPUs waited for data (the run's
+`cuda_data_wait_ms`, per GPU): what the transfers the offline schedule
+leaves out cost the run.
 """
 
 import argparse
@@ -30,6 +39,29 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("study_compare", os.path.join(HERE, "study-compare.py"))
 compare = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(compare)
+
+
+# GPUs of each machine of StarPU's samples (`plb simgrid`'s machines).
+GPUS = {"attila": 3, "idgraf": 8, "mirage": 3, "sirocco": 4}
+
+
+def gpus_of(machine):
+    """The GPUs of a `plb simgrid` machine name (`idgraf:ncuda=2`)."""
+    name, *opts = machine.split(":")
+    for o in opts:
+        if o.startswith("ncuda="):
+            return int(o.split("=", 1)[1])
+    return GPUS.get(name)
+
+
+def data_wait(folder, policy):
+    """Each pair's GPUs' time waiting for data (ms, summed over the GPUs)
+    in POLICY's after-learning row of FOLDER's simgrid.csv."""
+    waits = {}
+    for r in csv.DictReader(open(os.path.join(folder, "simgrid.csv"))):
+        if r["policy"] == policy and r.get("cuda_data_wait_ms"):
+            waits[compare.key(r)] = float(r["cuda_data_wait_ms"])
+    return waits
 
 
 def geo(v):
@@ -49,6 +81,7 @@ def main():
     for s in a.sets:
         folder = os.path.join(a.dir, s)
         mine = compare.ours(folder, a.policy)
+        waits = data_wait(folder, a.policy)
         for b in csv.DictReader(open(os.path.join(folder, "bounds.csv"))):
             k = compare.key(b)
             if not b["graph_bound_ms"]:
@@ -62,6 +95,7 @@ def main():
                 "bound": float(b["graph_bound_ms"]),
                 "area": float(b["graph_area_ms"]), "path": float(b["graph_path_ms"]),
                 "heft": float(b["graph_offline_heft_ms"]),
+                "wait": waits.get(k, float("nan")),
             })
     if a.csv:
         with open(a.csv, "w", newline="") as f:
@@ -77,8 +111,9 @@ def main():
                             f"{p['best'][1] / p['bound']:.3f}", f"{p['ours'] / p['bound']:.3f}"])
     print(f"| pairs | count | StarPU's best / graph bound: geometric mean [range] "
           f"| {a.policy} / graph bound | StarPU's best within 1.05x of the bound "
-          f"| offline HEFT / graph bound | graph bound / LP area bound |")
-    print("| --- | ---: | --- | --- | ---: | --- | ---: |")
+          f"| offline HEFT / graph bound | graph bound / LP area bound "
+          f"| shorter of offline HEFT and StarPU's best / StarPU's best |")
+    print("| --- | ---: | --- | --- | ---: | --- | ---: | --- |")
     groups = [(s, lambda p, s=s: p["set"] == s) for s in a.sets]
     groups += [(app, lambda p, app=app: p["key"][1] == app) for app in ("cholesky", "lu", "gemm")]
     gpus = lambda p: ("1 GPU" if ":ncuda=1" in p["key"][0] else
@@ -93,10 +128,27 @@ def main():
         ro = [p["ours"] / p["bound"] for p in sel]
         lp = [p["bound"] / p["lp"] for p in sel if p["lp"] == p["lp"]]
         rh = [p["heft"] / p["bound"] for p in sel]
+        rm = [min(p["heft"], p["best"][1]) / p["best"][1] for p in sel]
         print(f"| {label} | {len(sel)} | {geo(rb):.3f} [{min(rb):.3f}–{max(rb):.3f}] "
               f"| {geo(ro):.3f} [{min(ro):.3f}–{max(ro):.3f}] "
               f"| {sum(r <= 1.05 for r in rb)} | {geo(rh):.3f} [{min(rh):.3f}–{max(rh):.3f}] "
-              f"| {geo(lp):.3f} |")
+              f"| {geo(lp):.3f} | {geo(rm):.3f} [{min(rm):.3f}–{max(rm):.3f}] |")
+    print()
+    print(f"| all-GPU pair | {a.policy} ms | offline HEFT ms | gap ms "
+          f"| {a.policy}'s GPUs waiting for data, ms per GPU |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    gaps, waits = [], []
+    for p in pairs:
+        m, app = p["key"][0], p["key"][1]
+        if ":ncuda=" in m or app == "gemm" or not gpus_of(m):
+            continue
+        gap, wait = p["ours"] - p["heft"], p["wait"] / gpus_of(m)
+        gaps.append(gap)
+        waits.append(wait)
+        print(f"| {m} {app} {p['key'][2]}/{p['key'][3]} | {p['ours']:.0f} | {p['heft']:.0f} "
+              f"| {gap:.0f} | {wait:.0f} |")
+    if gaps:
+        print(f"| sum of {len(gaps)} | | | {sum(gaps):.0f} | {sum(waits):.0f} |")
     if a.plot:
         plot(pairs, a.plot, a.policy)
 

@@ -515,8 +515,12 @@ impl Command {
                         runs.push((v.label.clone(), &v.name, ours, env, tag));
                     }
                     for v in variants.iter().filter(|v| v.learns() && !self.no_cold) {
-                        let tag =
-                            format!("{}-{}-{}-cold-{rep}", machine.label(), case.slug(), v.slug());
+                        let tag = format!(
+                            "{}-{}-{}-cold-{rep}",
+                            machine.label(),
+                            case.slug(),
+                            v.slug()
+                        );
                         let mut env = v.env.clone();
                         let dir = setup.scratch.join(&tag).join("no-models");
                         env.push(("PLB_MODEL_DIR".to_string(), dir.display().to_string()));
