@@ -104,7 +104,8 @@ pub fn write(
     // Every run.
     let mut csv = String::from(
         "machine,case,n,tile,policy,ours,rep,sim_ms,gflops,gib_moved,tasks,cpu_tasks,cuda_tasks,\
-         cpu_exec_ms,cpu_data_wait_ms,cpu_sleep_ms,cuda_exec_ms,cuda_data_wait_ms,cuda_sleep_ms,real_s,check\n",
+         cpu_exec_ms,cpu_data_wait_ms,cpu_sleep_ms,cuda_exec_ms,cuda_data_wait_ms,cuda_sleep_ms,\
+         host_gib,peer_gib,real_s,check\n",
     );
     let num = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v}"));
     // StarPU's time split per kind (STARPU_WORKER_STATS), summed over the
@@ -121,7 +122,7 @@ pub fn write(
         let o = &r.outcome;
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{}",
             r.machine,
             r.case.app_name(),
             r.case.n,
@@ -137,6 +138,8 @@ pub fn write(
             o.by_kind.get("CUDA").copied().unwrap_or(0),
             split(o, "CPU"),
             split(o, "CUDA"),
+            num(o.host_gib.map(|g| (g * 1e4).round() / 1e4)),
+            num(o.peer_gib.map(|g| (g * 1e4).round() / 1e4)),
             o.wall_s,
             match &r.verdict {
                 Ok(()) => "ok".to_string(),

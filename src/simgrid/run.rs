@@ -217,6 +217,10 @@ pub struct Outcome {
     pub bound_ms: Option<f64>,
     /// `Total transfers` of STARPU_BUS_STATS, GiB.
     pub gib: Option<f64>,
+    /// The same statistics' per-bus lines, summed: GiB moved between main
+    /// memory (`NUMA`, `RAM`) and a device, and between two devices.
+    pub host_gib: Option<f64>,
+    pub peer_gib: Option<f64>,
     /// Tasks executed, summed over STARPU_WORKER_STATS's workers.
     pub executed: Option<u64>,
     /// Tasks per worker kind ("CPU", "CUDA"), from the same statistics.
@@ -314,6 +318,8 @@ impl Default for Outcome {
             gflops: None,
             bound_ms: None,
             gib: None,
+            host_gib: None,
+            peer_gib: None,
             executed: None,
             by_kind: BTreeMap::new(),
             workers: Vec::new(),
@@ -427,6 +433,14 @@ pub fn parse(stdout: &str, stderr: &str) -> Outcome {
         if let Some(rest) = line.strip_prefix("Total transfers:") {
             o.gib = rest.split_whitespace().next().and_then(|v| v.parse().ok());
         }
+        if let Some((host, gib)) = bus_line(line) {
+            let sum = if host {
+                &mut o.host_gib
+            } else {
+                &mut o.peer_gib
+            };
+            *sum.get_or_insert(0.0) += gib;
+        }
         if let Some(at) = line.find("plb: policy=") {
             let fields: BTreeMap<&str, u64> = line[at + 5..]
                 .split_whitespace()
@@ -449,6 +463,22 @@ pub fn parse(stdout: &str, stderr: &str) -> Outcome {
         .collect();
     o.stderr_tail = tail[tail.len().saturating_sub(12)..].join("\n");
     o
+}
+
+/// One bus line of StarPU's bus statistics (`\tNUMA 0 -> CUDA 1\t0.0618
+/// GB\t...`): whether an end is main memory (`NUMA`, or `RAM` before
+/// StarPU 1.4), and the GiB moved (StarPU's "GB" are 2^30 bytes).
+fn bus_line(line: &str) -> Option<(bool, f64)> {
+    let mut fields = line.trim().split('\t');
+    let (from, to) = fields.next()?.split_once(" -> ")?;
+    let gib = fields
+        .next()?
+        .strip_suffix(" GB")?
+        .trim()
+        .parse::<f64>()
+        .ok()?;
+    let host = |end: &str| end.starts_with("NUMA") || end.starts_with("RAM");
+    Some((host(from) || host(to), gib))
 }
 
 /// One worker's entry in StarPU's worker statistics
@@ -738,7 +768,10 @@ mod tests {
     #[test]
     fn output_is_parsed() {
         let stdout = "# size\tms\tGFlop/s\tTms\tTGFlop/s\n9600\t619\t476.2\t178\t1653.0\n";
-        let stderr = "Total transfers: 0.6866 GB\nWorker stats:\nCUDA 0.0 (Fermi C2050 2.7 GiB)  \n\t78 task(s)\n\
+        let stderr = "Data transfer stats:\n\tNUMA 0 -> CUDA 0\t0.4000 GB\t259.9 MB/s\t(transfers : 13 - avg 3.5 MB)\n\
+                      \tCUDA 1 -> NUMA 0\t0.0866 GB\t120.0 MB/s\t(transfers : 6 - avg 3.5 MB)\n\
+                      \tCUDA 0 -> CUDA 1\t0.2000 GB\t80.0 MB/s\t(transfers : 4 - avg 3.5 MB)\n\
+                      Total transfers: 0.6866 GB\nWorker stats:\nCUDA 0.0 (Fermi C2050 2.7 GiB)  \n\t78 task(s)\n\
                       \ttime split: total\nCPU 0                           \n\t142 task(s)\n\
                       plb: policy=greedy ctx=0 tasks=220 executed=220 workers=12 popped=220 left=0\n";
         let o = parse(stdout, stderr);
@@ -747,6 +780,13 @@ mod tests {
             (Some(619.0), Some(476.2), Some(0.6866))
         );
         assert_eq!(o.bound_ms, Some(178.0));
+        // Main memory to and from a GPU, and GPU to GPU.
+        assert!(
+            (o.host_gib.unwrap() - 0.4866).abs() < 1e-9,
+            "{:?}",
+            o.host_gib
+        );
+        assert_eq!(o.peer_gib, Some(0.2));
         assert_eq!(o.executed, Some(220));
         assert_eq!(o.by_kind.get("CUDA"), Some(&78));
         assert_eq!(o.ours, Some((220, 220, 0)));
