@@ -132,6 +132,9 @@ pub struct Tuning {
     /// `PLB_STARPU_MODELS`: whether the task-graph policies take StarPU's
     /// calibrated prediction where ours have none.
     pub starpu_models: bool,
+    /// `PLB_PREFETCH_HORIZON`: prefetch at placement only a task its
+    /// worker should reach within this many seconds (`None`: every task).
+    pub prefetch_horizon_s: Option<f64>,
 }
 
 /// Default of `PLB_DADA_ALPHA` (see `docs/balancers.md`, "Task graphs").
@@ -162,6 +165,7 @@ impl Default for Tuning {
             dada_eps: DADA_EPS,
             heft_window: Some(HEFT_WINDOW),
             starpu_models: true,
+            prefetch_horizon_s: None,
         }
     }
 }
@@ -258,6 +262,12 @@ pub const VARIABLES: &[Variable] = &[
         accepted: "`on` or `off`",
         default: "on",
         meaning: "plb-heft, dada, dada-cp, with workers of several kinds: where our models have no prediction of a task on a worker, StarPU's calibrated one is used (`off`: ours alone; a kind without one is trained)",
+    },
+    Variable {
+        name: "PLB_PREFETCH_HORIZON",
+        accepted: "milliseconds (a number > 0), or `off`",
+        default: "off",
+        meaning: "plb-heft, dada, dada-cp: prefetch a placed task's input at placement only if the predicted work ahead of it on its worker's line is at most this long; the others are fetched when they start (`off`: every placed task, as dmda)",
     },
 ];
 
@@ -437,6 +447,12 @@ impl Tuning {
                 }
             };
         }
+        if let Some(v) = var("PLB_PREFETCH_HORIZON") {
+            t.prefetch_horizon_s = match v.trim() {
+                "off" => None,
+                _ => Some(number("PLB_PREFETCH_HORIZON", &v, |x| x > 0.0)? / 1000.0),
+            };
+        }
         if let Some(v) = var("PLB_SOLVER") {
             t.solver = Some(match v.trim().to_ascii_lowercase().as_str() {
                 "ipopt" => Primary::Ipopt,
@@ -614,6 +630,10 @@ mod tests {
             ("PLB_HEFT_WINDOW", "0:4"),
             ("PLB_HEFT_WINDOW", "60:x"),
             ("PLB_STARPU_MODELS", "yes"),
+            ("PLB_PREFETCH_HORIZON", "0"),
+            ("PLB_PREFETCH_HORIZON", "-5"),
+            ("PLB_PREFETCH_HORIZON", "inf"),
+            ("PLB_PREFETCH_HORIZON", "never"),
         ];
         for (name, value) in cases {
             let e = with(&[(name, value)]).unwrap_err();
@@ -663,6 +683,15 @@ mod tests {
                 .starpu_models
         );
         assert!(with(&[("PLB_STARPU_MODELS", "on")]).unwrap().starpu_models);
+    }
+
+    #[test]
+    fn prefetch_horizon() {
+        assert_eq!(Tuning::default().prefetch_horizon_s, None);
+        let t = with(&[("PLB_PREFETCH_HORIZON", " 20 ")]).unwrap();
+        assert_eq!(t.prefetch_horizon_s, Some(0.02));
+        let t = with(&[("PLB_PREFETCH_HORIZON", "off")]).unwrap();
+        assert_eq!(t.prefetch_horizon_s, None);
     }
 
     #[test]

@@ -21,6 +21,7 @@
 //! * [`record`], [`bound`] and [`offline`]: the graph a run executed
 //!   (`PLB_GRAPH`), a lower bound on its makespan that keeps the
 //!   dependencies, and an offline HEFT schedule of it (an upper bound).
+//! * [`prefetch`]: which placed tasks the adapter prefetches at once.
 //!
 //! `docs/balancers.md`, "Task graphs", states what is decided where and
 //! what one activation costs.
@@ -32,6 +33,7 @@ pub mod graph;
 pub mod heft;
 pub mod lines;
 pub mod offline;
+pub mod prefetch;
 pub mod rank;
 pub mod ready;
 pub mod record;
