@@ -452,24 +452,21 @@ impl Command {
                             .join(", ")
                     );
                 }
+                // The name of `v`'s run (or folder) `what` on this machine
+                // and case.
+                let tagged = |v: &Variant, what: &str| {
+                    format!("{}-{}-{}-{what}", machine.label(), case.slug(), v.slug())
+                };
                 // Our policies that keep their models: one learning run
                 // each, in a directory their measured runs then read.
                 let learned = |v: &Variant| {
-                    let dir = setup.scratch.join(format!(
-                        "{}-{}-{}-models",
-                        machine.label(),
-                        case.slug(),
-                        v.slug()
-                    ));
+                    let dir = setup.scratch.join(tagged(v, "models"));
                     let mut env = v.env.clone();
                     env.push(("PLB_MODEL_DIR".to_string(), dir.display().to_string()));
                     env
                 };
                 // One unmeasured run of our policy `v`, tagged and shown
                 // with `what`: reported, not a row.
-                let tagged = |v: &Variant, what: &str| {
-                    format!("{}-{}-{}-{what}", machine.label(), case.slug(), v.slug())
-                };
                 let unmeasured =
                     |v: &Variant, what: &str, env: &[(String, String)], tally: &mut Tally| {
                         let tag = tagged(v, what);
@@ -502,7 +499,7 @@ impl Command {
                     let mut runs: Vec<Planned> = Vec::new();
                     for v in &variants {
                         let ours = catalog::find(&v.name).is_some();
-                        let tag = format!("{}-{}-{}-{rep}", machine.label(), case.slug(), v.slug());
+                        let tag = tagged(v, &rep.to_string());
                         let env = if v.name == "heteroprio" {
                             let mut e = hp_env.clone();
                             e.extend(v.env.iter().cloned());
@@ -515,12 +512,7 @@ impl Command {
                         runs.push((v.label.clone(), &v.name, ours, env, tag));
                     }
                     for v in variants.iter().filter(|v| v.learns() && !self.no_cold) {
-                        let tag = format!(
-                            "{}-{}-{}-cold-{rep}",
-                            machine.label(),
-                            case.slug(),
-                            v.slug()
-                        );
+                        let tag = tagged(v, &format!("cold-{rep}"));
                         let mut env = v.env.clone();
                         let dir = setup.scratch.join(&tag).join("no-models");
                         env.push(("PLB_MODEL_DIR".to_string(), dir.display().to_string()));

@@ -108,6 +108,8 @@ pub fn write(
          host_gib,peer_gib,real_s,check\n",
     );
     let num = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v}"));
+    // GiB to four decimals, as StarPU prints them (sums of its lines).
+    let gib = |x: Option<f64>| num(x.map(|g| (g * 1e4).round() / 1e4));
     // StarPU's time split per kind (STARPU_WORKER_STATS), summed over the
     // kind's workers: executing, waiting for data, sleeping with no task.
     let split = |o: &Outcome, kind: &str| {
@@ -138,8 +140,8 @@ pub fn write(
             o.by_kind.get("CUDA").copied().unwrap_or(0),
             split(o, "CPU"),
             split(o, "CUDA"),
-            num(o.host_gib.map(|g| (g * 1e4).round() / 1e4)),
-            num(o.peer_gib.map(|g| (g * 1e4).round() / 1e4)),
+            gib(o.host_gib),
+            gib(o.peer_gib),
             o.wall_s,
             match &r.verdict {
                 Ok(()) => "ok".to_string(),

@@ -3,8 +3,8 @@
 //! at push). With one, only a task its worker should reach within it:
 //! the predicted work ahead of it on its line, the worker's backlog when
 //! the batch was taken plus the batch's earlier placements there, is at
-//! most the horizon. The others are fetched when they start (a CUDA
-//! worker's pipeline fetches the next tasks it pops). Measured on the
+//! most the horizon. The others are not prefetched: StarPU fetches their
+//! input when a worker takes them. Measured on the
 //! SIMULATED study (docs/results.md, eighteenth round): with 3 to 8 GPUs
 //! sharing the link to main memory a 20 ms horizon shortened runs, with
 //! one GPU it lengthened them; hence no horizon by default.
@@ -15,7 +15,8 @@ use std::collections::HashMap;
 pub struct PrefetchHorizon {
     /// Seconds; `None`: every task is prefetched.
     horizon_s: Option<f64>,
-    /// Predicted work ahead on each worker's line (by worker id).
+    /// Predicted work ahead on each worker's line (by worker id; empty
+    /// without a horizon).
     ahead_s: HashMap<usize, f64>,
 }
 
@@ -23,18 +24,23 @@ impl PrefetchHorizon {
     /// `backlogs`: each worker's id and predicted backlog (seconds) when
     /// the batch was taken.
     pub fn new(horizon_s: Option<f64>, backlogs: impl IntoIterator<Item = (usize, f64)>) -> Self {
-        PrefetchHorizon {
-            horizon_s,
-            ahead_s: backlogs.into_iter().collect(),
-        }
+        // Without a horizon nothing is counted.
+        let ahead_s = match horizon_s {
+            Some(_) => backlogs.into_iter().collect(),
+            None => HashMap::new(),
+        };
+        PrefetchHorizon { horizon_s, ahead_s }
     }
 
     /// Whether the next task placed on `worker`, predicted to take `est_s`
     /// there, is prefetched now; counts it in the work ahead of the next
     /// one placed there. Call in placement order.
     pub fn admit(&mut self, worker: usize, est_s: f64) -> bool {
+        let Some(horizon_s) = self.horizon_s else {
+            return true;
+        };
         let ahead = self.ahead_s.entry(worker).or_insert(0.0);
-        let now = self.horizon_s.is_none_or(|h| *ahead <= h);
+        let now = *ahead <= horizon_s;
         if est_s.is_finite() && est_s > 0.0 {
             *ahead += est_s;
         }
