@@ -75,7 +75,7 @@ use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
 use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
 use plb_core::dag::lines::Placed;
-use plb_core::dag::prefetch::PrefetchHorizon;
+use plb_core::dag::prefetch::{PrefetchHorizon, PrefetchSetting, accelerator_nodes};
 use plb_core::dag::rank::{RANKS_CAP, UpwardRanks};
 use plb_core::fit::FitConfig;
 use plb_core::taskmode::placement::RefitJob;
@@ -153,9 +153,9 @@ pub struct DagPolicy {
     /// Whether StarPU's predictions stand in where ours have none
     /// (`PLB_STARPU_MODELS`).
     starpu_models: bool,
-    /// Prefetch at placement only within this many seconds of work ahead
-    /// (`PLB_PREFETCH_HORIZON`; `None`: every placed task).
-    prefetch_horizon_s: Option<f64>,
+    /// Prefetch at placement only within a horizon of work ahead
+    /// (`PLB_PREFETCH_HORIZON`).
+    prefetch_horizon: PrefetchSetting,
     /// The lines' bound in force ([`GraphSched::windowed`]) as of the
     /// last change of members, an accelerator's and a CPU worker's
     /// (`usize::MAX`: none): an own-line pop from a full line reports the
@@ -254,7 +254,7 @@ impl DagPolicy {
         let costs = relaxed_lock(&self.models).graph.costs(&batch, &facts);
         let members = batch.members.clone();
         let mut horizon = PrefetchHorizon::new(
-            self.prefetch_horizon_s,
+            self.prefetch_horizon.horizon_s(accelerator_nodes(&members)),
             members
                 .iter()
                 .map(|m| m.id)
@@ -397,7 +397,7 @@ impl SchedPolicy for DagPolicy {
             done: Mutex::new(Some(Vec::new())),
             ranked: method == Method::Heft,
             starpu_models: tuning.starpu_models,
-            prefetch_horizon_s: tuning.prefetch_horizon_s,
+            prefetch_horizon: tuning.prefetch_horizon,
             caps: [AtomicUsize::new(usize::MAX), AtomicUsize::new(usize::MAX)],
             g: Gauges::new(n),
         }

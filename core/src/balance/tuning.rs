@@ -12,6 +12,7 @@ use std::fmt;
 
 use super::{AcostaConfig, HdssConfig, PlbHacConfig, PlbHecConfig};
 use crate::dag::graph::Window;
+use crate::dag::prefetch::PrefetchSetting;
 use crate::solve::Primary;
 
 /// Kind of a processing unit (a StarPU worker's type), for per-kind
@@ -133,8 +134,8 @@ pub struct Tuning {
     /// calibrated prediction where ours have none.
     pub starpu_models: bool,
     /// `PLB_PREFETCH_HORIZON`: prefetch at placement only a task its
-    /// worker should reach within this many seconds (`None`: every task).
-    pub prefetch_horizon_s: Option<f64>,
+    /// worker should reach within a horizon (see [`PrefetchSetting`]).
+    pub prefetch_horizon: PrefetchSetting,
 }
 
 /// Default of `PLB_DADA_ALPHA` (see `docs/balancers.md`, "Task graphs").
@@ -165,7 +166,7 @@ impl Default for Tuning {
             dada_eps: DADA_EPS,
             heft_window: Some(HEFT_WINDOW),
             starpu_models: true,
-            prefetch_horizon_s: None,
+            prefetch_horizon: PrefetchSetting::Auto,
         }
     }
 }
@@ -265,9 +266,9 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "PLB_PREFETCH_HORIZON",
-        accepted: "milliseconds (a number > 0), or `off`",
-        default: "off",
-        meaning: "plb-heft, dada, dada-cp: prefetch a placed task's input at placement only if the predicted work ahead of it on its worker's line is at most this long; the others are fetched when they start (`off`: every placed task, as dmda)",
+        accepted: "milliseconds (a number > 0), `auto` or `off`",
+        default: "auto",
+        meaning: "plb-heft, dada, dada-cp: prefetch a placed task's input at placement only if the predicted work ahead of it on its worker's line is at most this long; the others are fetched when they start (`off`: every placed task, as dmda; `auto`: 20 ms with 3 or more accelerator memory nodes, otherwise `off`)",
     },
 ];
 
@@ -448,9 +449,12 @@ impl Tuning {
             };
         }
         if let Some(v) = var("PLB_PREFETCH_HORIZON") {
-            t.prefetch_horizon_s = match v.trim() {
-                "off" => None,
-                _ => Some(number("PLB_PREFETCH_HORIZON", &v, |x| x > 0.0)? / 1000.0),
+            t.prefetch_horizon = match v.trim() {
+                "auto" => PrefetchSetting::Auto,
+                "off" => PrefetchSetting::Off,
+                _ => PrefetchSetting::Within(
+                    number("PLB_PREFETCH_HORIZON", &v, |x| x > 0.0)? / 1000.0,
+                ),
             };
         }
         if let Some(v) = var("PLB_SOLVER") {
@@ -687,11 +691,13 @@ mod tests {
 
     #[test]
     fn prefetch_horizon() {
-        assert_eq!(Tuning::default().prefetch_horizon_s, None);
+        assert_eq!(Tuning::default().prefetch_horizon, PrefetchSetting::Auto);
         let t = with(&[("PLB_PREFETCH_HORIZON", " 20 ")]).unwrap();
-        assert_eq!(t.prefetch_horizon_s, Some(0.02));
+        assert_eq!(t.prefetch_horizon, PrefetchSetting::Within(0.02));
         let t = with(&[("PLB_PREFETCH_HORIZON", "off")]).unwrap();
-        assert_eq!(t.prefetch_horizon_s, None);
+        assert_eq!(t.prefetch_horizon, PrefetchSetting::Off);
+        let t = with(&[("PLB_PREFETCH_HORIZON", "auto")]).unwrap();
+        assert_eq!(t.prefetch_horizon, PrefetchSetting::Auto);
     }
 
     #[test]

@@ -4,12 +4,62 @@
 //! the predicted work ahead of it on its line, the worker's backlog when
 //! the batch was taken plus the batch's earlier placements there, is at
 //! most the horizon. The others are not prefetched: StarPU fetches their
-//! input when a worker takes them. Measured on the
-//! SIMULATED study (docs/results.md, eighteenth round): with 3 to 8 GPUs
-//! sharing the link to main memory a 20 ms horizon shortened runs, with
-//! one GPU it lengthened them; hence no horizon by default.
+//! input when a worker takes them.
+//!
+//! The default, [`PrefetchSetting::Auto`], sets a horizon of
+//! [`AUTO_HORIZON_S`] when at least [`AUTO_MIN_DEVICES`] accelerator
+//! memory nodes take part, and none otherwise. Measured on the SIMULATED
+//! study (docs/results.md, eighteenth and nineteenth rounds): where 3 to 8
+//! GPUs share the platform's one link to main memory a 20 ms horizon
+//! shortened runs; with one GPU it lengthened them.
 
 use std::collections::HashMap;
+
+use super::decide::Member;
+use crate::balance::WorkerKind;
+
+/// The horizon [`PrefetchSetting::Auto`] sets (seconds).
+pub const AUTO_HORIZON_S: f64 = 0.020;
+
+/// The fewest accelerator memory nodes for which
+/// [`PrefetchSetting::Auto`] sets a horizon.
+pub const AUTO_MIN_DEVICES: usize = 3;
+
+/// `PLB_PREFETCH_HORIZON`'s value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PrefetchSetting {
+    /// [`AUTO_HORIZON_S`] with at least [`AUTO_MIN_DEVICES`] accelerator
+    /// memory nodes, otherwise none (the default).
+    Auto,
+    /// No horizon: every placed task is prefetched.
+    Off,
+    /// This many seconds, whatever the machine.
+    Within(f64),
+}
+
+impl PrefetchSetting {
+    /// The horizon (seconds) for a batch placed on workers spanning
+    /// `devices` accelerator memory nodes (`None`: no horizon).
+    pub fn horizon_s(self, devices: usize) -> Option<f64> {
+        match self {
+            PrefetchSetting::Auto => (devices >= AUTO_MIN_DEVICES).then_some(AUTO_HORIZON_S),
+            PrefetchSetting::Off => None,
+            PrefetchSetting::Within(s) => Some(s),
+        }
+    }
+}
+
+/// How many memory nodes the members that are not CPU workers span.
+pub fn accelerator_nodes(members: &[Member]) -> usize {
+    let mut nodes: Vec<usize> = members
+        .iter()
+        .filter(|m| m.kind != WorkerKind::Cpu)
+        .map(|m| m.node)
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes.len()
+}
 
 /// The prefetch decisions of one placed batch.
 pub struct PrefetchHorizon {
@@ -66,6 +116,38 @@ mod tests {
         // Exactly at the horizon is within it.
         let mut h = PrefetchHorizon::new(Some(0.02), [(0, 0.02)]);
         assert!(h.admit(0, 0.01));
+    }
+
+    #[test]
+    fn auto_sets_a_horizon_from_three_devices_on() {
+        let auto = PrefetchSetting::Auto;
+        assert_eq!(auto.horizon_s(0), None);
+        assert_eq!(auto.horizon_s(1), None);
+        assert_eq!(auto.horizon_s(2), None);
+        assert_eq!(auto.horizon_s(3), Some(AUTO_HORIZON_S));
+        assert_eq!(auto.horizon_s(8), Some(AUTO_HORIZON_S));
+        assert_eq!(PrefetchSetting::Off.horizon_s(8), None);
+        assert_eq!(PrefetchSetting::Within(0.005).horizon_s(1), Some(0.005));
+    }
+
+    #[test]
+    fn accelerator_nodes_are_counted_once_each() {
+        let m = |id, kind, node| Member { id, kind, node };
+        // Four CPU cores on node 0, two CUDA workers sharing node 1 (two
+        // streams of one GPU), one on node 2, an OpenCL device on node 3.
+        let members = [
+            m(0, WorkerKind::Cpu, 0),
+            m(1, WorkerKind::Cpu, 0),
+            m(2, WorkerKind::Cpu, 0),
+            m(3, WorkerKind::Cpu, 0),
+            m(4, WorkerKind::Cuda, 1),
+            m(5, WorkerKind::Cuda, 1),
+            m(6, WorkerKind::Cuda, 2),
+            m(7, WorkerKind::OpenCl, 3),
+        ];
+        assert_eq!(accelerator_nodes(&members), 3);
+        assert_eq!(accelerator_nodes(&members[..4]), 0);
+        assert_eq!(accelerator_nodes(&members[..6]), 1);
     }
 
     #[test]
