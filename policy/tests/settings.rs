@@ -59,6 +59,7 @@ fn invalid_values_fail_starpu_initialize_with_one_message() {
         ("PLB_SOLVER", "cplex", "`ipopt` or `fast`"),
         ("PLB_MIN_BLOCK", "gpu=4", "cpu=N"),
         ("PLB_STARPU_MODELS", "yes", "`on` or `off`"),
+        ("PLB_PREFETCH_HORIZON", "never", "`auto` or `off`"),
         ("PLB_TRACE", "/nonexistent-dir/t.csv", "writable file path"),
     ];
     for sched in ["plb-hac", "eager"] {
@@ -89,6 +90,15 @@ fn valid_values_run() {
     ];
     let out = run(&lib, &prog, "plb-hac", &vars);
     assert!(out.status.success(), "{}", stderr(&out));
+    for horizon in ["20", "auto", "off"] {
+        let out = run(
+            &lib,
+            &prog,
+            "plb-heft",
+            &[("PLB_PREFETCH_HORIZON", horizon)],
+        );
+        assert!(out.status.success(), "{horizon}: {}", stderr(&out));
+    }
 }
 
 /// The integer `key=` of a summary line.
