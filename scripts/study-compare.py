@@ -3,7 +3,7 @@
 the study, pair by pair, against StarPU's best.
 
 usage: scripts/study-compare.py [--policy plb-heft] [--before-policy NAME]
-           [--csv OUT] BEFORE_DIR AFTER_DIR [SET ...]
+           [--csv OUT] [--plot PNG] [--by-shape] BEFORE_DIR AFTER_DIR [SET ...]
 
 BEFORE_DIR and AFTER_DIR hold one folder per SET (default: tuned untuned
 matrix-rest tiles-320), each with a simgrid.csv; AFTER_DIR's pairs are
@@ -16,7 +16,9 @@ same rows. Prints geometric mean, largest and pairs above 1.03 of the
 ratio to StarPU's best, and the bytes over `dmdas`'s (Cholesky and LU),
 per set and over all, after learning and cold; --csv writes every pair;
 --plot PNG draws every pair's ratio after learning, before and after
-(gnuplot).
+(gnuplot); --by-shape adds rows per GPU count (`ncuda=N` in the machine's
+name; without it, all the machine's GPUs: 3 to 8 on the four sampled
+machines).
 """
 
 import argparse
@@ -63,6 +65,16 @@ def ours(folder, policy):
     return rows
 
 
+def gpus(machine):
+    """The pair's GPU-count class: `ncuda=N` in the machine's name, else all
+    of the machine's GPUs (3 to 8 on the sampled machines)."""
+    for part in machine.split(":")[1:]:
+        if part.startswith("ncuda="):
+            n = int(part[len("ncuda="):])
+            return "1 GPU" if n == 1 else "2 GPUs" if n == 2 else "3 or more GPUs"
+    return "3 or more GPUs"
+
+
 def geo(v):
     return math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
 
@@ -73,6 +85,7 @@ def main():
     ap.add_argument("--before-policy", help="BEFORE_DIR's policy name (default: --policy)")
     ap.add_argument("--csv")
     ap.add_argument("--plot", help="PNG of every pair's ratio after learning")
+    ap.add_argument("--by-shape", action="store_true", help="rows per GPU count too")
     ap.add_argument("before")
     ap.add_argument("after")
     ap.add_argument("sets", nargs="*", default=["tuned", "untuned", "matrix-rest", "tiles-320"])
@@ -101,9 +114,10 @@ def main():
     print("| pairs | run | count | before: geometric mean, largest, above 1.03 "
           "| after | bytes over dmdas's, before | after |")
     print("| --- | --- | ---: | --- | --- | ---: | ---: |")
-    for label in [*a.sets, "all"]:
+    shapes = ["1 GPU", "2 GPUs", "3 or more GPUs"] if a.by_shape else []
+    for label in [*a.sets, *shapes, "all"]:
         for run in ("after learning", "cold"):
-            sel = [p for p in pairs if p[2] == run and label in (p[0], "all")]
+            sel = [p for p in pairs if p[2] == run and label in (p[0], gpus(p[1][0]), "all")]
             if not sel:
                 continue
             cells = []
