@@ -142,6 +142,9 @@ pub struct DagPolicy {
     due: AtomicBool,
     /// Pops served by the worker's own line alone (for the summary).
     own_line_pops: AtomicU64,
+    /// Placed tasks the prefetch horizon kept from being prefetched at
+    /// placement (for the summary).
+    prefetches_held: AtomicU64,
     models: Mutex<Models>,
     /// The upward ranks found so far (taken by the placing worker only).
     ranks: Mutex<UpwardRanks>,
@@ -262,10 +265,16 @@ impl DagPolicy {
         );
         let decided = decide(self.method, batch, facts, costs);
         if prefetch_useful() {
+            let mut held = 0;
             for d in &decided.decisions {
                 if horizon.admit(d.worker, d.est_s) {
                     d.placed.task.prefetch_for(WorkerId(d.worker as u32));
+                } else {
+                    held += 1;
                 }
+            }
+            if held > 0 {
+                self.prefetches_held.fetch_add(held, Ordering::Relaxed);
             }
         }
         log::trace!(
@@ -392,6 +401,7 @@ impl SchedPolicy for DagPolicy {
             lines: LockedLines::new(n),
             due: AtomicBool::new(false),
             own_line_pops: AtomicU64::new(0),
+            prefetches_held: AtomicU64::new(0),
             models: Mutex::new(Models::default()),
             ranks: Mutex::new(UpwardRanks::default()),
             done: Mutex::new(Some(Vec::new())),
@@ -595,6 +605,7 @@ impl SchedPolicy for DagPolicy {
             solve_s: self.g.work.seconds(),
             lock_held_s: self.g.held.held_s(),
             own_line_pops: self.own_line_pops.load(Ordering::Relaxed),
+            prefetches_held: self.prefetches_held.load(Ordering::Relaxed),
         }
     }
 

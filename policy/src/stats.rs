@@ -45,6 +45,9 @@ pub struct ModelFigures {
     pub lock_held_s: f64,
     /// Pops served by the worker's own line alone (task-graph policies).
     pub own_line_pops: u64,
+    /// Placed tasks not prefetched at placement because of the prefetch
+    /// horizon (task-graph policies, `PLB_PREFETCH_HORIZON`).
+    pub prefetches_held: u64,
 }
 
 impl ContextStats {
@@ -113,7 +116,7 @@ impl ContextStats {
     /// The summary printed at deinit when `PLB_SUMMARY=1`: the context line
     /// (`plb: policy=... ctx=... tasks=... executed=... workers=...
     /// popped=... left=... elapsed_ms=... refits=... solve_us=... lock_us=...
-    /// line_pops=...`, every
+    /// line_pops=... prefetch_held=...`, every
     /// value an integer) then one `plb:   worker=...` line per worker that
     /// joined the context (busy and idle percentages of the context's
     /// lifetime, tasks run and units processed), at `now_us` (StarPU's
@@ -154,7 +157,7 @@ impl ContextStats {
             .clone();
         let mut lines = vec![format!(
             "plb: policy={policy} ctx={ctx} tasks={} executed={} workers={} popped={} left={left_queued} \
-             elapsed_ms={} refits={} solve_us={} lock_us={} line_pops={}",
+             elapsed_ms={} refits={} solve_us={} lock_us={} line_pops={} prefetch_held={}",
             self.pushed(),
             self.executed(),
             workers.len(),
@@ -164,6 +167,7 @@ impl ContextStats {
             (model.solve_s * 1e6).round() as u64,
             (model.lock_held_s * 1e6).round() as u64,
             model.own_line_pops,
+            model.prefetches_held,
         )];
         for id in workers {
             let Some(w) = self.per_worker.get(id as usize) else {
@@ -283,13 +287,14 @@ mod tests {
                 solve_s: 0.0025,
                 lock_held_s: 0.0003,
                 own_line_pops: 2,
+                prefetches_held: 5,
             },
             1.0,
         );
         assert_eq!(
             lines[0],
             "plb: policy=greedy ctx=4 tasks=3 executed=1 workers=3 popped=2 left=1 \
-             elapsed_ms=1000 refits=7 solve_us=2500 lock_us=300 line_pops=2"
+             elapsed_ms=1000 refits=7 solve_us=2500 lock_us=300 line_pops=2 prefetch_held=5"
         );
         assert_eq!(lines.len(), 4);
         assert_eq!(

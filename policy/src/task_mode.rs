@@ -616,6 +616,7 @@ impl SchedPolicy for TaskModePolicy {
             solve_s: self.g.work.seconds(),
             lock_held_s: self.g.held.held_s(),
             own_line_pops: self.own_line_pops.load(Ordering::Relaxed),
+            prefetches_held: 0,
         }
     }
 
