@@ -75,7 +75,7 @@ use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
 use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
 use plb_core::dag::lines::Placed;
-use plb_core::dag::prefetch::{PrefetchHorizon, PrefetchSetting, accelerator_nodes};
+use plb_core::dag::prefetch::{PrefetchHorizon, PrefetchSetting};
 use plb_core::dag::rank::{RANKS_CAP, UpwardRanks};
 use plb_core::fit::FitConfig;
 use plb_core::taskmode::placement::RefitJob;
@@ -255,16 +255,21 @@ impl DagPolicy {
             batch.ranks = self.upward_ranks(&batch);
         }
         let costs = relaxed_lock(&self.models).graph.costs(&batch, &facts);
-        let members = batch.members.clone();
-        let mut horizon = PrefetchHorizon::new(
-            self.prefetch_horizon.horizon_s(accelerator_nodes(&members)),
-            members
-                .iter()
-                .map(|m| m.id)
-                .zip(batch.loads.iter().copied()),
-        );
+        let n_members = batch.members.len();
+        // Which placed tasks are prefetched: built before `decide` takes
+        // the batch (the workers' backlogs as it was taken).
+        let mut horizon = prefetch_useful().then(|| {
+            PrefetchHorizon::new(
+                self.prefetch_horizon.horizon_s(&batch.members),
+                batch
+                    .members
+                    .iter()
+                    .map(|m| m.id)
+                    .zip(batch.loads.iter().copied()),
+            )
+        });
         let decided = decide(self.method, batch, facts, costs);
-        if prefetch_useful() {
+        if let Some(horizon) = horizon.as_mut() {
             let mut held = 0;
             for d in &decided.decisions {
                 if horizon.admit(d.worker, d.est_s) {
@@ -281,7 +286,7 @@ impl DagPolicy {
             "{}: placed {} task(s) on {} workers",
             self.name,
             decided.decisions.len(),
-            members.len()
+            n_members
         );
         decided
     }

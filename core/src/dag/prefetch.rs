@@ -38,11 +38,14 @@ pub enum PrefetchSetting {
 }
 
 impl PrefetchSetting {
-    /// The horizon (seconds) for a batch placed on workers spanning
-    /// `devices` accelerator memory nodes (`None`: no horizon).
-    pub fn horizon_s(self, devices: usize) -> Option<f64> {
+    /// The horizon (seconds) for a batch placed on `members` (`None`: no
+    /// horizon); only [`PrefetchSetting::Auto`] counts their accelerator
+    /// memory nodes.
+    pub fn horizon_s(self, members: &[Member]) -> Option<f64> {
         match self {
-            PrefetchSetting::Auto => (devices >= AUTO_MIN_DEVICES).then_some(AUTO_HORIZON_S),
+            PrefetchSetting::Auto => {
+                (accelerator_nodes(members) >= AUTO_MIN_DEVICES).then_some(AUTO_HORIZON_S)
+            }
             PrefetchSetting::Off => None,
             PrefetchSetting::Within(s) => Some(s),
         }
@@ -120,14 +123,32 @@ mod tests {
 
     #[test]
     fn auto_sets_a_horizon_from_three_devices_on() {
+        // A CPU core, then GPUs on nodes 1, 2, ...: `gpus(n)` has n of them.
+        let gpus = |n: usize| -> Vec<Member> {
+            (0..=n)
+                .map(|i| Member {
+                    id: i,
+                    kind: if i == 0 {
+                        WorkerKind::Cpu
+                    } else {
+                        WorkerKind::Cuda
+                    },
+                    node: i,
+                })
+                .collect()
+        };
         let auto = PrefetchSetting::Auto;
-        assert_eq!(auto.horizon_s(0), None);
-        assert_eq!(auto.horizon_s(1), None);
-        assert_eq!(auto.horizon_s(2), None);
-        assert_eq!(auto.horizon_s(3), Some(AUTO_HORIZON_S));
-        assert_eq!(auto.horizon_s(8), Some(AUTO_HORIZON_S));
-        assert_eq!(PrefetchSetting::Off.horizon_s(8), None);
-        assert_eq!(PrefetchSetting::Within(0.005).horizon_s(1), Some(0.005));
+        assert_eq!(auto.horizon_s(&[]), None);
+        assert_eq!(auto.horizon_s(&gpus(0)), None);
+        assert_eq!(auto.horizon_s(&gpus(1)), None);
+        assert_eq!(auto.horizon_s(&gpus(2)), None);
+        assert_eq!(auto.horizon_s(&gpus(3)), Some(AUTO_HORIZON_S));
+        assert_eq!(auto.horizon_s(&gpus(8)), Some(AUTO_HORIZON_S));
+        assert_eq!(PrefetchSetting::Off.horizon_s(&gpus(8)), None);
+        assert_eq!(
+            PrefetchSetting::Within(0.005).horizon_s(&gpus(1)),
+            Some(0.005)
+        );
     }
 
     #[test]
