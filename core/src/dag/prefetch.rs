@@ -105,6 +105,10 @@ impl PrefetchHorizon {
 mod tests {
     use super::*;
 
+    fn member(id: usize, kind: WorkerKind, node: usize) -> Member {
+        Member { id, kind, node }
+    }
+
     #[test]
     fn only_tasks_within_the_horizon_are_prefetched() {
         // Worker 0 idle, worker 1 with 30 ms of backlog; 20 ms horizon.
@@ -125,16 +129,8 @@ mod tests {
     fn auto_sets_a_horizon_from_three_devices_on() {
         // A CPU core, then GPUs on nodes 1, 2, ...: `gpus(n)` has n of them.
         let gpus = |n: usize| -> Vec<Member> {
-            (0..=n)
-                .map(|i| Member {
-                    id: i,
-                    kind: if i == 0 {
-                        WorkerKind::Cpu
-                    } else {
-                        WorkerKind::Cuda
-                    },
-                    node: i,
-                })
+            std::iter::once(member(0, WorkerKind::Cpu, 0))
+                .chain((1..=n).map(|i| member(i, WorkerKind::Cuda, i)))
                 .collect()
         };
         let auto = PrefetchSetting::Auto;
@@ -153,7 +149,7 @@ mod tests {
 
     #[test]
     fn accelerator_nodes_are_counted_once_each() {
-        let m = |id, kind, node| Member { id, kind, node };
+        let m = member;
         // Four CPU cores on node 0, two CUDA workers sharing node 1 (two
         // streams of one GPU), one on node 2, an OpenCL device on node 3.
         let members = [
