@@ -407,7 +407,11 @@ impl SchedPolicy for DagPolicy {
             due: AtomicBool::new(false),
             own_line_pops: AtomicU64::new(0),
             prefetches_held: AtomicU64::new(0),
-            models: Mutex::new(Models::default()),
+            models: Mutex::new({
+                let mut models = Models::default();
+                models.graph.set_cpu_offload(tuning.cpu_offload);
+                models
+            }),
             ranks: Mutex::new(UpwardRanks::default()),
             done: Mutex::new(Some(Vec::new())),
             ranked: method == Method::Heft,

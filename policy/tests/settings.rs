@@ -60,6 +60,7 @@ fn invalid_values_fail_starpu_initialize_with_one_message() {
         ("PLB_MIN_BLOCK", "gpu=4", "cpu=N"),
         ("PLB_STARPU_MODELS", "yes", "`on` or `off`"),
         ("PLB_PREFETCH_HORIZON", "never", "`auto` or `off`"),
+        ("PLB_CPU_OFFLOAD", "yes", "`on` or `off`"),
         ("PLB_TRACE", "/nonexistent-dir/t.csv", "writable file path"),
     ];
     for sched in ["plb-hac", "eager"] {
@@ -98,6 +99,10 @@ fn valid_values_run() {
             &[("PLB_PREFETCH_HORIZON", horizon)],
         );
         assert!(out.status.success(), "{horizon}: {}", stderr(&out));
+    }
+    for offload in ["on", "off"] {
+        let out = run(&lib, &prog, "plb-heft", &[("PLB_CPU_OFFLOAD", offload)]);
+        assert!(out.status.success(), "{offload}: {}", stderr(&out));
     }
 }
 

@@ -136,6 +136,10 @@ pub struct Tuning {
     /// `PLB_PREFETCH_HORIZON`: prefetch at placement only a task its
     /// worker should reach within a horizon (see [`PrefetchSetting`]).
     pub prefetch_horizon: PrefetchSetting,
+    /// `PLB_CPU_OFFLOAD`: whether `plb-heft` sends weakly accelerated
+    /// tasks to CPU workers within their slack (see
+    /// [`crate::dag::offload`]).
+    pub cpu_offload: bool,
 }
 
 /// Default of `PLB_DADA_ALPHA` (see `docs/balancers.md`, "Task graphs").
@@ -167,6 +171,7 @@ impl Default for Tuning {
             heft_window: Some(HEFT_WINDOW),
             starpu_models: true,
             prefetch_horizon: PrefetchSetting::Auto,
+            cpu_offload: true,
         }
     }
 }
@@ -269,6 +274,12 @@ pub const VARIABLES: &[Variable] = &[
         accepted: "milliseconds (a number > 0), `auto` or `off`",
         default: "auto",
         meaning: "plb-heft, dada, dada-cp: prefetch a placed task's input at placement only if the predicted work ahead of it on its worker's line is at most this long; the others are fetched when they start (`off`: every placed task, as dmda; `auto`: 20 ms with 3 or more accelerator memory nodes, otherwise `off`)",
+    },
+    Variable {
+        name: "PLB_CPU_OFFLOAD",
+        accepted: "`on` or `off`",
+        default: "on",
+        meaning: "plb-heft, with at least 2 CPU workers per accelerator memory node: a task whose accelerator speedup is below half the highest seen goes to a CPU worker instead of the accelerator that would finish it first, when that delays it by at most half its slack (`off`: earliest finish only)",
     },
 ];
 
@@ -444,6 +455,19 @@ impl Tuning {
                         name: "PLB_STARPU_MODELS",
                         value: v,
                         accepted: accepted("PLB_STARPU_MODELS"),
+                    });
+                }
+            };
+        }
+        if let Some(v) = var("PLB_CPU_OFFLOAD") {
+            t.cpu_offload = match v.trim() {
+                "on" => true,
+                "off" => false,
+                _ => {
+                    return Err(TuningError {
+                        name: "PLB_CPU_OFFLOAD",
+                        value: v,
+                        accepted: accepted("PLB_CPU_OFFLOAD"),
                     });
                 }
             };
@@ -634,6 +658,7 @@ mod tests {
             ("PLB_HEFT_WINDOW", "0:4"),
             ("PLB_HEFT_WINDOW", "60:x"),
             ("PLB_STARPU_MODELS", "yes"),
+            ("PLB_CPU_OFFLOAD", "yes"),
             ("PLB_PREFETCH_HORIZON", "0"),
             ("PLB_PREFETCH_HORIZON", "-5"),
             ("PLB_PREFETCH_HORIZON", "inf"),
@@ -687,6 +712,15 @@ mod tests {
                 .starpu_models
         );
         assert!(with(&[("PLB_STARPU_MODELS", "on")]).unwrap().starpu_models);
+    }
+
+    #[test]
+    fn cpu_offload() {
+        assert!(Tuning::default().cpu_offload);
+        assert!(!with(&[("PLB_CPU_OFFLOAD", " off ")]).unwrap().cpu_offload);
+        assert!(with(&[("PLB_CPU_OFFLOAD", "on")]).unwrap().cpu_offload);
+        let e = with(&[("PLB_CPU_OFFLOAD", "yes")]).unwrap_err();
+        assert_eq!(e.name, "PLB_CPU_OFFLOAD");
     }
 
     #[test]

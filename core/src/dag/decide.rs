@@ -8,6 +8,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::lines::Placed;
+use super::offload::priced_speedup;
 use super::{Affinity, DagTask, DagWorker, HELD, Method, place};
 use crate::balance::WorkerKind;
 use crate::taskmode::placement::{Candidate, ModelBook, RefitJob, choose};
@@ -213,6 +214,11 @@ pub struct GraphModels {
     /// Sum and count of the tasks' areas: each task's time if every
     /// member with a prediction shared it (1 / sum of 1 / cost).
     area: (f64, u64),
+    /// The highest speedup (best CPU over best accelerator prediction) of
+    /// any task priced so far (0: none yet).
+    most_accelerated: f64,
+    /// Whether HEFT's CPU offload is off (`PLB_CPU_OFFLOAD=off`).
+    cpu_offload_off: bool,
 }
 
 /// A kind this many times slower than another on every codelet both ran
@@ -243,9 +249,18 @@ pub struct Costs {
     learning: Vec<Option<WorkerKind>>,
     /// The mean area of the tasks priced so far ([`GraphModels::area`]).
     pub mean_area_s: f64,
+    /// The highest speedup seen, for HEFT's CPU offload
+    /// ([`super::offload`]); `None` when it is off or nothing is known.
+    pub most_accelerated: Option<f64>,
 }
 
 impl GraphModels {
+    /// Turns HEFT's CPU offload ([`super::offload`]) on (the default) or
+    /// off.
+    pub fn set_cpu_offload(&mut self, on: bool) {
+        self.cpu_offload_off = !on;
+    }
+
     /// Records a measured run of `codelet` on `worker` (of `kind`); returns the refit
     /// when one is due, and whether this was the worker's first sample of
     /// the codelet (a prediction that did not exist now does: tasks held
@@ -452,6 +467,10 @@ impl GraphModels {
                 self.area.0 += 1.0 / rate;
                 self.area.1 += 1;
             }
+            let speedup = priced_speedup(c, |m| members[m].kind != WorkerKind::Cpu);
+            if let Some(s) = speedup.filter(|&s| s > self.most_accelerated) {
+                self.most_accelerated = s;
+            }
         }
         let busy_s = known_busy_s(&cost, &batch.loads, batch.outstanding);
         for (k, (t, f)) in batch.tasks.iter().zip(facts).enumerate() {
@@ -520,6 +539,8 @@ impl GraphModels {
             awaiting,
             learning,
             mean_area_s: self.mean_area_s(),
+            most_accelerated: (!self.cpu_offload_off && self.most_accelerated > 0.0)
+                .then_some(self.most_accelerated),
         }
     }
 }
@@ -687,7 +708,7 @@ pub fn decide<T: GraphTask>(
             },
         )
         .collect();
-    let at = place(method, &graph_tasks, &workers);
+    let at = place(method, &graph_tasks, &workers, costs.most_accelerated);
     let mut held = Vec::new();
     for ((task, info), m) in graph_meta.into_iter().zip(graph_tasks).zip(at) {
         if m == HELD {

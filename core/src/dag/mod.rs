@@ -33,6 +33,7 @@ pub mod graph;
 pub mod heft;
 pub mod lines;
 pub mod offline;
+pub mod offload;
 pub mod prefetch;
 pub mod rank;
 pub mod ready;
@@ -116,7 +117,11 @@ pub struct DagTask {
 
 impl DagTask {
     /// The cheapest known cost over the workers `keep` selects, if any.
-    fn best_cost(&self, workers: &[DagWorker], keep: impl Fn(&DagWorker) -> bool) -> Option<f64> {
+    pub(crate) fn best_cost(
+        &self,
+        workers: &[DagWorker],
+        keep: impl Fn(&DagWorker) -> bool,
+    ) -> Option<f64> {
         self.cost_s
             .iter()
             .zip(workers)
@@ -163,9 +168,16 @@ pub const HELD: usize = usize::MAX - 1;
 /// Places every task of a batch: returns, for each task, the index of its
 /// worker, or [`HELD`]. Tasks with no known cost at all are given
 /// `usize::MAX` (callers place those themselves and should not pass them).
-pub fn place(method: Method, tasks: &[DagTask], workers: &[DagWorker]) -> Vec<usize> {
+/// `most_accelerated`: the highest speedup seen, for HEFT's CPU offload
+/// ([`offload`]; `None`: no offload).
+pub fn place(
+    method: Method,
+    tasks: &[DagTask],
+    workers: &[DagWorker],
+    most_accelerated: Option<f64>,
+) -> Vec<usize> {
     match method {
-        Method::Heft => heft::place(tasks, workers),
+        Method::Heft => heft::place(tasks, workers, most_accelerated),
         Method::Dada { alpha, eps, cp } => dada::place(tasks, workers, alpha, eps, cp),
     }
 }
@@ -432,8 +444,8 @@ mod tests {
                 cp: true,
             },
         ] {
-            assert_eq!(place(m, &a, &w), place(m, &b, &w), "{m:?}");
-            assert!(place(m, &b, &w).iter().all(|&x| x == 1), "{m:?}");
+            assert_eq!(place(m, &a, &w, None), place(m, &b, &w, None), "{m:?}");
+            assert!(place(m, &b, &w, None).iter().all(|&x| x == 1), "{m:?}");
         }
     }
 
