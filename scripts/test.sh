@@ -54,6 +54,10 @@ part "StarPU-SimGrid stress" simgrid_stress
 # The default prefetch horizon acts through the adapter with 3 GPUs, not
 # with 2, and not when turned off (PLB_SUMMARY's prefetch_held=).
 part "prefetch horizon under StarPU-SimGrid" bash scripts/check-prefetch-horizon.sh
+# plb-heft's CPU offload acts through the adapter on sirocco with 1 GPU,
+# not when turned off, and not on idgraf's 8 GPUs with 4 CPU workers
+# (PLB_SUMMARY's cpu_offloads=).
+part "CPU offload under StarPU-SimGrid" bash scripts/check-cpu-offload.sh
 # The cross-check of our simulator against StarPU-SimGrid (builds its C
 # program; fails if the two makespans differ by more than 25%).
 part "simulator cross-check (plb simgrid --xcheck)" bash scripts/simgrid.sh --xcheck --out target/simgrid-xcheck

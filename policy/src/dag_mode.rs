@@ -145,6 +145,8 @@ pub struct DagPolicy {
     /// Placed tasks the prefetch horizon kept from being prefetched at
     /// placement (for the summary).
     prefetches_held: AtomicU64,
+    /// Tasks HEFT's CPU offload placed on a CPU worker (for the summary).
+    cpu_offloads: AtomicU64,
     models: Mutex<Models>,
     /// The upward ranks found so far (taken by the placing worker only).
     ranks: Mutex<UpwardRanks>,
@@ -269,6 +271,10 @@ impl DagPolicy {
             )
         });
         let decided = decide(self.method, batch, facts, costs);
+        if decided.offloaded > 0 {
+            self.cpu_offloads
+                .fetch_add(decided.offloaded as u64, Ordering::Relaxed);
+        }
         if let Some(horizon) = horizon.as_mut() {
             let mut held = 0;
             for d in &decided.decisions {
@@ -407,6 +413,7 @@ impl SchedPolicy for DagPolicy {
             due: AtomicBool::new(false),
             own_line_pops: AtomicU64::new(0),
             prefetches_held: AtomicU64::new(0),
+            cpu_offloads: AtomicU64::new(0),
             models: Mutex::new({
                 let mut models = Models::default();
                 models.graph.set_cpu_offload(tuning.cpu_offload);
@@ -615,6 +622,7 @@ impl SchedPolicy for DagPolicy {
             lock_held_s: self.g.held.held_s(),
             own_line_pops: self.own_line_pops.load(Ordering::Relaxed),
             prefetches_held: self.prefetches_held.load(Ordering::Relaxed),
+            cpu_offloads: self.cpu_offloads.load(Ordering::Relaxed),
         }
     }
 

@@ -48,6 +48,9 @@ pub struct ModelFigures {
     /// Placed tasks not prefetched at placement because of the prefetch
     /// horizon (task-graph policies, `PLB_PREFETCH_HORIZON`).
     pub prefetches_held: u64,
+    /// Tasks `plb-heft`'s CPU offload placed on a CPU worker rather than
+    /// on the accelerator finishing them first (`PLB_CPU_OFFLOAD`).
+    pub cpu_offloads: u64,
 }
 
 impl ContextStats {
@@ -116,7 +119,7 @@ impl ContextStats {
     /// The summary printed at deinit when `PLB_SUMMARY=1`: the context line
     /// (`plb: policy=... ctx=... tasks=... executed=... workers=...
     /// popped=... left=... elapsed_ms=... refits=... solve_us=... lock_us=...
-    /// line_pops=... prefetch_held=...`, every
+    /// line_pops=... prefetch_held=... cpu_offloads=...`, every
     /// value an integer) then one `plb:   worker=...` line per worker that
     /// joined the context (busy and idle percentages of the context's
     /// lifetime, tasks run and units processed), at `now_us` (StarPU's
@@ -157,7 +160,7 @@ impl ContextStats {
             .clone();
         let mut lines = vec![format!(
             "plb: policy={policy} ctx={ctx} tasks={} executed={} workers={} popped={} left={left_queued} \
-             elapsed_ms={} refits={} solve_us={} lock_us={} line_pops={} prefetch_held={}",
+             elapsed_ms={} refits={} solve_us={} lock_us={} line_pops={} prefetch_held={} cpu_offloads={}",
             self.pushed(),
             self.executed(),
             workers.len(),
@@ -168,6 +171,7 @@ impl ContextStats {
             (model.lock_held_s * 1e6).round() as u64,
             model.own_line_pops,
             model.prefetches_held,
+            model.cpu_offloads,
         )];
         for id in workers {
             let Some(w) = self.per_worker.get(id as usize) else {
@@ -288,13 +292,14 @@ mod tests {
                 lock_held_s: 0.0003,
                 own_line_pops: 2,
                 prefetches_held: 5,
+                cpu_offloads: 6,
             },
             1.0,
         );
         assert_eq!(
             lines[0],
             "plb: policy=greedy ctx=4 tasks=3 executed=1 workers=3 popped=2 left=1 \
-             elapsed_ms=1000 refits=7 solve_us=2500 lock_us=300 line_pops=2 prefetch_held=5"
+             elapsed_ms=1000 refits=7 solve_us=2500 lock_us=300 line_pops=2 prefetch_held=5 cpu_offloads=6"
         );
         assert_eq!(lines.len(), 4);
         assert_eq!(

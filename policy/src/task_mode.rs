@@ -617,6 +617,7 @@ impl SchedPolicy for TaskModePolicy {
             lock_held_s: self.g.held.held_s(),
             own_line_pops: self.own_line_pops.load(Ordering::Relaxed),
             prefetches_held: 0,
+            cpu_offloads: 0,
         }
     }
 

@@ -444,7 +444,7 @@ mod tests {
         let at = place(&tasks, &w, 1.0, 0.01, false);
         assert!(makespan(&tasks, &w, &at) <= 3.0 * 8.0, "{at:?}");
         // HEFT balances without regard to data in the same situation.
-        let h = heft::place(&tasks, &w, None);
+        let h = heft::place(&tasks, &w, None).at;
         assert!(makespan(&tasks, &w, &h) <= 9.0);
     }
 

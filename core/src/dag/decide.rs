@@ -118,6 +118,9 @@ pub struct Decided<T> {
     /// Tasks whose best worker's line has no room (in batch order): they
     /// wait for room ([`super::graph`]).
     pub held: Vec<T>,
+    /// Decisions HEFT's CPU offload sent to a CPU worker
+    /// ([`super::offload`]).
+    pub offloaded: usize,
 }
 
 impl<T> Decided<T> {
@@ -128,6 +131,7 @@ impl<T> Decided<T> {
             stranded: Vec::new(),
             deferred: Vec::new(),
             held: Vec::new(),
+            offloaded: 0,
         }
     }
 }
@@ -708,9 +712,9 @@ pub fn decide<T: GraphTask>(
             },
         )
         .collect();
-    let at = place(method, &graph_tasks, &workers, costs.most_accelerated);
+    let placement = place(method, &graph_tasks, &workers, costs.most_accelerated);
     let mut held = Vec::new();
-    for ((task, info), m) in graph_meta.into_iter().zip(graph_tasks).zip(at) {
+    for ((task, info), m) in graph_meta.into_iter().zip(graph_tasks).zip(placement.at) {
         if m == HELD {
             held.push(task);
             continue;
@@ -766,6 +770,7 @@ pub fn decide<T: GraphTask>(
         stranded,
         deferred,
         held,
+        offloaded: placement.offloaded,
     }
 }
 

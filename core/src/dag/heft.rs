@@ -46,17 +46,15 @@
 //! 1153 (docs/results.md, eleventh round).
 
 use super::offload::Offload;
-use super::{Backlog, DATA_PENALTY, DagTask, DagWorker, HELD, by_speedup, concurrent_share};
+use super::{
+    Backlog, DATA_PENALTY, DagTask, DagWorker, HELD, Placement, by_speedup, concurrent_share,
+};
 
 /// Places the batch (see the module documentation); [`HELD`] for a task
 /// held for room, `usize::MAX` for a task no worker has a cost for.
 /// `most_accelerated`: the highest speedup seen, for the CPU offload
 /// ([`super::offload`]; `None`: none).
-pub fn place(
-    tasks: &[DagTask],
-    workers: &[DagWorker],
-    most_accelerated: Option<f64>,
-) -> Vec<usize> {
+pub fn place(tasks: &[DagTask], workers: &[DagWorker], most_accelerated: Option<f64>) -> Placement {
     let offload = most_accelerated.and_then(|s| Offload::for_batch(s, workers));
     let mut lines: Vec<Backlog> = workers.iter().map(Backlog::of).collect();
     let mut order: Vec<usize> = (0..tasks.len()).collect();
@@ -66,6 +64,7 @@ pub fn place(
     let mut coming = inbound.iter().filter(|&&b| b).count();
     let mut room: Vec<usize> = workers.iter().map(|w| w.room).collect();
     let mut out = vec![usize::MAX; tasks.len()];
+    let mut offloaded = 0;
     // Per task: (worker, score waiting for the whole backlog, score
     // overtaking when past the slack, compute time there).
     let mut cands: Vec<(usize, f64, Option<f64>, f64)> = Vec::with_capacity(workers.len());
@@ -100,6 +99,7 @@ pub fn place(
             .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
         // A weakly accelerated task whose slack allows goes to the CPU
         // worker with the lowest score instead (see `super::offload`).
+        let earliest = best.map(|b| b.0);
         let best = match (best, offload) {
             (Some((w, _, false)), Some(offload)) if workers[w].is_accelerator() => cands
                 .iter()
@@ -120,6 +120,9 @@ pub fn place(
             }
             room[w] = room[w].saturating_sub(1);
             out[i] = w;
+            if earliest != Some(w) {
+                offloaded += 1;
+            }
             let c = t.cost_s[w].unwrap_or(0.0);
             lines[w].add(t.priority, c);
             if !inbound[w] && t.transfer_s.get(w).is_some_and(|&x| x > 0.0) {
@@ -128,7 +131,7 @@ pub fn place(
             }
         }
     }
-    out
+    Placement { at: out, offloaded }
 }
 
 #[cfg(test)]
@@ -142,7 +145,7 @@ mod tests {
         // GPU 5x faster: the first four go to the GPU (finish 1, 2, 3, 4)
         // and the fifth to the CPU (5 on both: the lower index).
         let tasks: Vec<_> = (0..5).map(|_| task(&w, 5.0, 1.0)).collect();
-        let at = place(&tasks, &w, None);
+        let at = place(&tasks, &w, None).at;
         assert_eq!(at.iter().filter(|&&x| x == 1).count(), 4, "{at:?}");
         assert_eq!(at.iter().filter(|&&x| x == 0).count(), 1, "{at:?}");
     }
@@ -154,19 +157,21 @@ mod tests {
         let w = [cpu(0.0), cpu(0.0), gpu(1, 0.0)];
         let mut t = task(&w, 2.0, 1.0);
         t.slack_s = 4.0;
-        assert_eq!(place(&[t.clone()], &w, None), vec![2]);
+        assert_eq!(place(&[t.clone()], &w, None).at, vec![2]);
         // With GEMM-like work seen (speedup 30), a CPU takes it: 1 s later
         // than the GPU's time, within half its slack.
-        assert_eq!(place(&[t.clone()], &w, Some(30.0)), vec![0]);
+        assert_eq!(place(&[t.clone()], &w, Some(30.0)).at, vec![0]);
         // The second CPU takes the next one, the first being busy.
-        assert_eq!(place(&[t.clone(), t.clone()], &w, Some(30.0)), vec![0, 1]);
+        let two = place(&[t.clone(), t.clone()], &w, Some(30.0));
+        assert_eq!((two.at, two.offloaded), (vec![0, 1], 2));
         // A task with too little slack stays on the GPU.
         t.slack_s = 1.0;
-        assert_eq!(place(&[t], &w, Some(30.0)), vec![2]);
+        let kept = place(&[t], &w, Some(30.0));
+        assert_eq!((kept.at, kept.offloaded), (vec![2], 0));
         // So does a strongly accelerated one (speedup 20 > 15).
         let mut gemm = task(&w, 20.0, 1.0);
         gemm.slack_s = 100.0;
-        assert_eq!(place(&[gemm], &w, Some(30.0)), vec![2]);
+        assert_eq!(place(&[gemm], &w, Some(30.0)).at, vec![2]);
     }
 
     #[test]
@@ -176,7 +181,7 @@ mod tests {
         // the latter submitted first: HEFT places the GEMM first on the
         // GPU; the POTRF then finishes earlier on the CPU (2 < 1 + 1).
         let tasks = vec![task(&w, 2.0, 1.0), task(&w, 20.0, 1.0)];
-        assert_eq!(place(&tasks, &w, None), vec![0, 1]);
+        assert_eq!(place(&tasks, &w, None).at, vec![0, 1]);
     }
 
     #[test]
@@ -185,10 +190,10 @@ mod tests {
         let mut t = task(&w, 10.0, 1.0);
         // Data lives on node 2: going to node 1 costs 3 s of transfer.
         t.transfer_s = vec![3.0, 0.0];
-        assert_eq!(place(&[t.clone()], &w, None), vec![1]);
+        assert_eq!(place(&[t.clone()], &w, None).at, vec![1]);
         // Unless node 2's worker is busy for longer than the transfer.
         let w = [gpu(1, 0.0), gpu(2, 5.0)];
-        assert_eq!(place(&[t], &w, None), vec![0]);
+        assert_eq!(place(&[t], &w, None).at, vec![0]);
     }
 
     #[test]
@@ -201,19 +206,19 @@ mod tests {
         t.priority = 1;
         // With slack to spare it waits for the whole backlog: the CPU
         // (5 s) beats the GPU (11 s).
-        assert_eq!(place(&[t.clone()], &w, None), vec![0]);
+        assert_eq!(place(&[t.clone()], &w, None).at, vec![0]);
         t.slack_s = 10.0;
         assert_eq!(
-            place(&[t.clone()], &w, None),
+            place(&[t.clone()], &w, None).at,
             vec![0],
             "waiting 10 s is within the slack"
         );
         // Past its slack it overtakes the queued work: 1 s on the GPU.
         t.slack_s = 2.0;
-        assert_eq!(place(&[t.clone()], &w, None), vec![1]);
+        assert_eq!(place(&[t.clone()], &w, None).at, vec![1]);
         // Work of its own priority is not overtaken.
         w[1].queued_by_priority = vec![(1, 10.0)];
-        assert_eq!(place(&[t], &w, None), vec![0]);
+        assert_eq!(place(&[t], &w, None).at, vec![0]);
     }
 
     #[test]
@@ -227,14 +232,14 @@ mod tests {
         t.slack_s = 0.0;
         // 1 s on the GPU: overtaking gains 4 s over the CPU's 5, more
         // than the 1 s it delays the GPU's work.
-        assert_eq!(place(&[t.clone()], &w, None), vec![1]);
+        assert_eq!(place(&[t.clone()], &w, None).at, vec![1]);
         // 4 s on the GPU: it would gain 1 s and delay that work by 4; it
         // waits for the whole backlog there (14 s) and the CPU wins.
         t.cost_s[1] = Some(4.0);
-        assert_eq!(place(&[t.clone()], &w, None), vec![0]);
+        assert_eq!(place(&[t.clone()], &w, None).at, vec![0]);
         // Gaining exactly its own time is enough: 2.5 s on the GPU.
         t.cost_s[1] = Some(2.5);
-        assert_eq!(place(&[t], &w, None), vec![1]);
+        assert_eq!(place(&[t], &w, None).at, vec![1]);
     }
 
     #[test]
@@ -250,20 +255,20 @@ mod tests {
         t.transfer_s[0] = 0.0;
         // Nothing on its way anywhere: that transfer runs alone (1 s), so
         // an idle GPU scores 1 + 1 + 8 = 10, before GPU 0 (13.5).
-        assert_eq!(place(&[t.clone()], &w, None), vec![1]);
+        assert_eq!(place(&[t.clone()], &w, None).at, vec![1]);
         // Data on its way to the 7 others: the bus is shared as StarPU
         // predicts (8 s; 17 in all), and GPU 0 wins.
         for g in &mut w[1..] {
             g.inbound = true;
         }
-        assert_eq!(place(&[t.clone()], &w, None), vec![0]);
+        assert_eq!(place(&[t.clone()], &w, None).at, vec![0]);
         // Within a batch, each placement with a transfer counts for the
         // next: 8 such tasks, 1 s each on an idle GPU at first; the share
         // grows with each transfer placed (2/8, 3/8 ... of 8 s).
         for g in &mut w[1..] {
             g.inbound = false;
         }
-        let at = place(&vec![t; 8], &w, None);
+        let at = place(&vec![t; 8], &w, None).at;
         assert_eq!(at[0], 1, "{at:?}");
         assert!(
             at.contains(&0),
@@ -283,10 +288,10 @@ mod tests {
         let w = [gpu(1, 1.5), gpu(2, 0.0)];
         let mut t = task(&w, 10.0, 1.0);
         t.transfer_s = vec![0.0, 2.0];
-        assert_eq!(place(&[t.clone()], &w, None), vec![0]);
+        assert_eq!(place(&[t.clone()], &w, None).at, vec![0]);
         // With 3.5 s of work on GPU 0 (finish 4.5) GPU 1 wins.
         let w = [gpu(1, 3.5), gpu(2, 0.0)];
-        assert_eq!(place(&[t], &w, None), vec![1]);
+        assert_eq!(place(&[t], &w, None).at, vec![1]);
     }
 
     #[test]
@@ -300,13 +305,13 @@ mod tests {
         let w = [cpu(0.0), g];
         let mut t = task(&w, 4.0, 1.0);
         t.priority = 5;
-        assert_eq!(place(&[t.clone()], &w, None), vec![0]);
+        assert_eq!(place(&[t.clone()], &w, None).at, vec![0]);
         // With 2 s queued it goes to the GPU (3 < 4), whatever its priority.
         let mut g = gpu(1, 2.0);
         g.queued_by_priority = vec![(9, 2.0)];
         let w = [cpu(0.0), g];
         t.priority = 0;
-        assert_eq!(place(&[t], &w, None), vec![1]);
+        assert_eq!(place(&[t], &w, None).at, vec![1]);
     }
 
     #[test]
@@ -318,21 +323,21 @@ mod tests {
         let mut w = [cpu(0.0), gpu(1, 0.0)];
         w[1].room = 1;
         let tasks: Vec<_> = (0..3).map(|_| task(&w, 5.0, 1.0)).collect();
-        assert_eq!(place(&tasks, &w, None), vec![1, HELD, HELD]);
+        assert_eq!(place(&tasks, &w, None).at, vec![1, HELD, HELD]);
         // A task the CPU finishes first goes there, room or not on the GPU.
         w[1].room = 0;
         w[1].load_s = 4.5;
-        assert_eq!(place(&tasks[..1], &w, None), vec![0]);
+        assert_eq!(place(&tasks[..1], &w, None).at, vec![0]);
         // Without room on the CPU either, it is held too.
         w[0].room = 0;
-        assert_eq!(place(&tasks[..1], &w, None), vec![HELD]);
+        assert_eq!(place(&tasks[..1], &w, None).at, vec![HELD]);
         // Unless it is past its slack and overtakes the GPU's queued work
         // (priority 0): then it waits for none of it and is placed.
         w[1].queued_by_priority = vec![(0, 4.5)];
         let mut urgent = tasks[0].clone();
         urgent.priority = 1;
         urgent.slack_s = 1.0;
-        assert_eq!(place(&[urgent], &w, None), vec![1]);
+        assert_eq!(place(&[urgent], &w, None).at, vec![1]);
     }
 
     #[test]
@@ -340,9 +345,9 @@ mod tests {
         let w = [cpu(0.0), gpu(1, 100.0)];
         let mut t = task(&w, 1.0, 1.0);
         t.cost_s[0] = None;
-        assert_eq!(place(&[t], &w, None), vec![1]);
+        assert_eq!(place(&[t], &w, None).at, vec![1]);
         let mut none = task(&w, 1.0, 1.0);
         none.cost_s = vec![None, None];
-        assert_eq!(place(&[none], &w, None), vec![usize::MAX]);
+        assert_eq!(place(&[none], &w, None).at, vec![usize::MAX]);
     }
 }

@@ -175,11 +175,25 @@ pub fn place(
     tasks: &[DagTask],
     workers: &[DagWorker],
     most_accelerated: Option<f64>,
-) -> Vec<usize> {
+) -> Placement {
     match method {
         Method::Heft => heft::place(tasks, workers, most_accelerated),
-        Method::Dada { alpha, eps, cp } => dada::place(tasks, workers, alpha, eps, cp),
+        Method::Dada { alpha, eps, cp } => Placement {
+            at: dada::place(tasks, workers, alpha, eps, cp),
+            offloaded: 0,
+        },
     }
+}
+
+/// What [`place`] decided for a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placement {
+    /// Each task's worker index, [`HELD`], or `usize::MAX` (see [`place`]).
+    pub at: Vec<usize>,
+    /// Tasks placed on a CPU worker by HEFT's CPU offload
+    /// ([`offload`]) rather than on the accelerator that finishes them
+    /// first.
+    pub offloaded: usize,
 }
 
 /// One DAG policy: its `STARPU_SCHED` name, summary and method (built from
@@ -445,7 +459,7 @@ mod tests {
             },
         ] {
             assert_eq!(place(m, &a, &w, None), place(m, &b, &w, None), "{m:?}");
-            assert!(place(m, &b, &w, None).iter().all(|&x| x == 1), "{m:?}");
+            assert!(place(m, &b, &w, None).at.iter().all(|&x| x == 1), "{m:?}");
         }
     }
 
