@@ -218,9 +218,11 @@ pub struct GraphModels {
     /// Sum and count of the tasks' areas: each task's time if every
     /// member with a prediction shared it (1 / sum of 1 / cost).
     area: (f64, u64),
-    /// The highest speedup (best CPU over best accelerator prediction) of
-    /// any task priced so far (0: none yet).
-    most_accelerated: f64,
+    /// Each codelet's speedup (best CPU over best accelerator prediction)
+    /// when a task of it was last priced (at most [`KIND_SPEED_CAP`]
+    /// codelets): the latest, so that a passing misprediction (a GPU
+    /// model fitted on its first samples) does not stay.
+    speedups: HashMap<usize, f64>,
     /// Whether HEFT's CPU offload is off (`PLB_CPU_OFFLOAD=off`).
     cpu_offload_off: bool,
 }
@@ -253,8 +255,9 @@ pub struct Costs {
     learning: Vec<Option<WorkerKind>>,
     /// The mean area of the tasks priced so far ([`GraphModels::area`]).
     pub mean_area_s: f64,
-    /// The highest speedup seen, for HEFT's CPU offload
-    /// ([`super::offload`]); `None` when it is off or nothing is known.
+    /// The highest of the codelets' latest speedups, for HEFT's CPU
+    /// offload ([`super::offload`]); `None` when it is off or nothing is
+    /// known.
     pub most_accelerated: Option<f64>,
 }
 
@@ -460,7 +463,7 @@ impl GraphModels {
                     .collect()
             })
             .collect();
-        for c in &cost {
+        for (t, c) in batch.tasks.iter().zip(&cost) {
             let rate: f64 = c
                 .iter()
                 .flatten()
@@ -471,9 +474,11 @@ impl GraphModels {
                 self.area.0 += 1.0 / rate;
                 self.area.1 += 1;
             }
-            let speedup = priced_speedup(c, |m| members[m].kind != WorkerKind::Cpu);
-            if let Some(s) = speedup.filter(|&s| s > self.most_accelerated) {
-                self.most_accelerated = s;
+            if let Some(s) = priced_speedup(c, |m| members[m].kind != WorkerKind::Cpu) {
+                let known = self.speedups.contains_key(&t.codelet());
+                if known || self.speedups.len() < KIND_SPEED_CAP {
+                    self.speedups.insert(t.codelet(), s);
+                }
             }
         }
         let busy_s = known_busy_s(&cost, &batch.loads, batch.outstanding);
@@ -543,8 +548,11 @@ impl GraphModels {
             awaiting,
             learning,
             mean_area_s: self.mean_area_s(),
-            most_accelerated: (!self.cpu_offload_off && self.most_accelerated > 0.0)
-                .then_some(self.most_accelerated),
+            most_accelerated: if self.cpu_offload_off {
+                None
+            } else {
+                self.speedups.values().copied().max_by(f64::total_cmp)
+            },
         }
     }
 }
@@ -849,6 +857,37 @@ mod tests {
         // With 1000 tasks still to run (833 s of area) the same chain
         // leaves slack: the CPU again.
         assert_eq!(worker_of(vec![100.0], 1000), 0);
+    }
+
+    #[test]
+    fn the_offload_sees_each_codelets_latest_speedup() {
+        // Codelet 1 (GEMM-like): 30 s on the CPU, 1 s on the GPU; codelet 2
+        // (POTRF-like): 2 s and 1 s.
+        let mut m = GraphModels::default();
+        m.book.record_now(0, 1, 1.0, 30.0);
+        m.book.record_now(1, 1, 1.0, 1.0);
+        m.book.record_now(0, 2, 1.0, 2.0);
+        m.book.record_now(1, 2, 1.0, 1.0);
+        let most = |m: &mut GraphModels, tiles: &[(usize, i32)]| {
+            let b = batch(tiles);
+            let facts = b.facts();
+            m.costs(&b, &facts).most_accelerated
+        };
+        assert_eq!(most(&mut m, &[]), None, "nothing priced yet");
+        assert_eq!(most(&mut m, &[(2, 0)]), Some(2.0));
+        assert_eq!(most(&mut m, &[(1, 0), (2, 0)]), Some(30.0));
+        // Codelet 1's GPU model changes (5 s there now): its latest
+        // speedup, 6, replaces 30.
+        for _ in 0..50 {
+            m.book.record_now(1, 1, 1.0, 5.0);
+        }
+        let gpu = m.book.prediction(1, 1, 1.0).unwrap();
+        assert!((gpu - 5.0).abs() < 0.5, "GPU prediction {gpu}");
+        let now = most(&mut m, &[(1, 0)]).unwrap();
+        assert!((now - 30.0 / gpu).abs() < 1e-9, "{now}");
+        // Off: none.
+        m.set_cpu_offload(false);
+        assert_eq!(most(&mut m, &[(1, 0)]), None);
     }
 
     #[test]

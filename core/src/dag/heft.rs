@@ -52,7 +52,7 @@ use super::{
 
 /// Places the batch (see the module documentation); [`HELD`] for a task
 /// held for room, `usize::MAX` for a task no worker has a cost for.
-/// `most_accelerated`: the highest speedup seen, for the CPU offload
+/// `most_accelerated`: the highest of the codelets' speedups, for the CPU offload
 /// ([`super::offload`]; `None`: none).
 pub fn place(tasks: &[DagTask], workers: &[DagWorker], most_accelerated: Option<f64>) -> Placement {
     let offload = most_accelerated.and_then(|s| Offload::for_batch(s, workers));

@@ -168,7 +168,7 @@ pub const HELD: usize = usize::MAX - 1;
 /// Places every task of a batch: returns, for each task, the index of its
 /// worker, or [`HELD`]. Tasks with no known cost at all are given
 /// `usize::MAX` (callers place those themselves and should not pass them).
-/// `most_accelerated`: the highest speedup seen, for HEFT's CPU offload
+/// `most_accelerated`: the highest of the codelets' speedups, for HEFT's CPU offload
 /// ([`offload`]; `None`: no offload).
 pub fn place(
     method: Method,
