@@ -13,18 +13,12 @@ out=${1:-target/cpu-offload-check}
 rm -rf "$out"
 target/release/plb simgrid --machines sirocco:ncuda=1,idgraf --cases lu:19200 \
   --policies 'plb-heft,plb-heft+PLB_CPU_OFFLOAD=off' --no-cold --no-graph-bound --out "$out" >/dev/null
+source scripts/lib/checks.sh
 offloads() { # machine, policy label as in the run folder's name
-  local f="$out/runs/$1-lu-19200-tile960-$2-0/stderr.txt"
-  [ -f "$f" ] || { echo "check-cpu-offload: no $f" >&2; exit 1; }
-  grep -o 'plb: policy=plb-heft .*' "$f" | grep -o 'cpu_offloads=[0-9]*' | cut -d= -f2
+  summary_field "$out" "$1-lu-19200-tile960-$2-0" cpu_offloads
 }
 on=$(offloads sirocco:ncuda=1 plb-heft)
 off=$(offloads sirocco:ncuda=1 plb-heft+PLB_CPU_OFFLOAD=off)
 few=$(offloads idgraf plb-heft)
 echo "check-cpu-offload: tasks offloaded: sirocco with 1 GPU $on, with off $off, idgraf with 8 GPUs and 4 CPU workers $few"
-if [ "$on" -gt 0 ] && [ "$off" -eq 0 ] && [ "$few" -eq 0 ]; then
-  echo "check-cpu-offload: ok"
-else
-  echo "check-cpu-offload: FAIL: expected some on sirocco with 1 GPU, none with off or on idgraf" >&2
-  exit 1
-fi
+verdict check-cpu-offload "expected some on sirocco with 1 GPU, none with off or on idgraf" "$on" -gt 0 -a "$off" -eq 0 -a "$few" -eq 0

@@ -12,18 +12,12 @@ out=${1:-target/prefetch-horizon-check}
 rm -rf "$out"
 target/release/plb simgrid --machines idgraf:ncuda=3,idgraf:ncuda=2 --cases cholesky:19200 \
   --policies 'plb-heft,plb-heft+PLB_PREFETCH_HORIZON=off' --no-cold --no-graph-bound --out "$out" >/dev/null
+source scripts/lib/checks.sh
 held() { # machine, policy label as in the run folder's name
-  local f="$out/runs/$1-cholesky-19200-tile960-$2-0/stderr.txt"
-  [ -f "$f" ] || { echo "check-prefetch-horizon: no $f" >&2; exit 1; }
-  grep -o 'plb: policy=plb-heft .*' "$f" | grep -o 'prefetch_held=[0-9]*' | cut -d= -f2
+  summary_field "$out" "$1-cholesky-19200-tile960-$2-0" prefetch_held
 }
 three=$(held idgraf:ncuda=3 plb-heft)
 two=$(held idgraf:ncuda=2 plb-heft)
 off=$(held idgraf:ncuda=3 plb-heft+PLB_PREFETCH_HORIZON=off)
 echo "check-prefetch-horizon: prefetches held back: 3 GPUs $three, 2 GPUs $two, 3 GPUs with off $off"
-if [ "$three" -gt 0 ] && [ "$two" -eq 0 ] && [ "$off" -eq 0 ]; then
-  echo "check-prefetch-horizon: ok"
-else
-  echo "check-prefetch-horizon: FAIL: expected some with 3 GPUs, none with 2 or with off" >&2
-  exit 1
-fi
+verdict check-prefetch-horizon "expected some with 3 GPUs, none with 2 or with off" "$three" -gt 0 -a "$two" -eq 0 -a "$off" -eq 0
