@@ -45,7 +45,7 @@
 //! Without that exception, LU on SIMULATED sirocco took 1214 ms instead of
 //! 1153 (docs/results.md, eleventh round).
 
-use super::offload::Offload;
+use super::offload::{Chosen, Offload};
 use super::{
     Backlog, DATA_PENALTY, DagTask, DagWorker, HELD, Placement, by_speedup, concurrent_share,
 };
@@ -101,13 +101,19 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker], most_accelerated: Option<
         // worker with the lowest score instead (see `super::offload`).
         let earliest = best.map(|b| b.0);
         let best = match (best, offload) {
-            (Some((w, _, false)), Some(offload)) if workers[w].is_accelerator() => cands
-                .iter()
-                .filter(|c| !workers[c.0].is_accelerator())
-                .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
-                .filter(|c| offload.takes(t, workers, c.1))
-                .map(|&(cw, plain, _, _)| (cw, plain, false))
-                .or(best),
+            (Some((w, _, false)), Some(offload)) if workers[w].is_accelerator() => {
+                let chosen = Chosen {
+                    cost_s: t.cost_s[w].unwrap_or(0.0),
+                    backlog_s: lines[w].total(),
+                };
+                cands
+                    .iter()
+                    .filter(|c| !workers[c.0].is_accelerator())
+                    .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
+                    .filter(|c| offload.takes(t, workers, chosen, c.1))
+                    .map(|&(cw, plain, _, _)| (cw, plain, false))
+                    .or(best)
+            }
             _ => best,
         };
         if let Some((w, _, overtakes)) = best {
@@ -152,14 +158,15 @@ mod tests {
 
     #[test]
     fn a_weakly_accelerated_task_goes_to_a_cpu_within_its_slack() {
-        // Two CPUs and a GPU; a POTRF-like task, 2 s on a CPU and 1 s on
-        // the GPU: the GPU finishes it first.
-        let w = [cpu(0.0), cpu(0.0), gpu(1, 0.0)];
+        // Two CPUs and a GPU with 0.5 s of work queued; a POTRF-like task,
+        // 2 s on a CPU and 1 s on the GPU: the GPU finishes it first.
+        let w = [cpu(0.0), cpu(0.0), gpu(1, 0.5)];
         let mut t = task(&w, 2.0, 1.0);
         t.slack_s = 4.0;
         assert_eq!(place(&[t.clone()], &w, None).at, vec![2]);
         // With GEMM-like work seen (speedup 30), a CPU takes it: 1 s later
-        // than the GPU's time, within half its slack.
+        // than the GPU's time, within half its slack and twice the GPU's
+        // backlog.
         assert_eq!(place(&[t.clone()], &w, Some(30.0)).at, vec![0]);
         // The second CPU takes the next one, the first being busy.
         let two = place(&[t.clone(), t.clone()], &w, Some(30.0));
@@ -172,6 +179,11 @@ mod tests {
         let mut gemm = task(&w, 20.0, 1.0);
         gemm.slack_s = 100.0;
         assert_eq!(place(&[gemm], &w, Some(30.0)).at, vec![2]);
+        // And one whose GPU has no work queued to run meanwhile.
+        let idle = [cpu(0.0), cpu(0.0), gpu(1, 0.0)];
+        let mut t = task(&idle, 2.0, 1.0);
+        t.slack_s = 4.0;
+        assert_eq!(place(&[t], &idle, Some(30.0)).at, vec![2]);
     }
 
     #[test]
