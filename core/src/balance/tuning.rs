@@ -279,7 +279,7 @@ pub const VARIABLES: &[Variable] = &[
         name: "PLB_CPU_OFFLOAD",
         accepted: "`on` or `off`",
         default: "on",
-        meaning: "plb-heft, with at least 2 CPU workers per accelerator memory node: a task whose accelerator speedup is below half the highest among the codelets goes to a CPU worker instead of the accelerator that would finish it first, when that delays it by at most half its slack (`off`: earliest finish only)",
+        meaning: "plb-heft, with at least 2 CPU workers per accelerator memory node: a task whose accelerator speedup is below half the highest among the codelets goes to a CPU worker instead of the accelerator that would finish it first, when that delays it by at most half its slack and twice that accelerator's backlog (`off`: earliest finish only)",
     },
 ];
 
