@@ -11,7 +11,7 @@
 //! first. So a task whose earliest finish is on an accelerator goes to the
 //! CPU worker with the lowest score instead when
 //!
-//! - its speedup (best CPU time over best accelerator time) is below
+//! - its speedup (best CPU time over its time on that accelerator) is below
 //!   [`SPEEDUP_FRACTION`] of the highest of the codelets' speedups, each
 //!   codelet's as its last task was priced (so a workload of one codelet
 //!   is never offloaded, and a passing misprediction does not stay: with
