@@ -327,6 +327,19 @@ fn accepted(name: &str) -> &'static str {
         .map_or("a valid value", |v| v.accepted)
 }
 
+/// `on` or `off` (surrounding blanks ignored) as a switch of `name`.
+fn on_off(name: &'static str, value: String) -> Result<bool, TuningError> {
+    match value.trim() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(TuningError {
+            name,
+            value,
+            accepted: accepted(name),
+        }),
+    }
+}
+
 fn number(name: &'static str, value: &str, ok: impl Fn(f64) -> bool) -> Result<f64, TuningError> {
     match value.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && ok(v) => Ok(v),
@@ -447,30 +460,10 @@ impl Tuning {
             })?;
         }
         if let Some(v) = var("PLB_STARPU_MODELS") {
-            t.starpu_models = match v.trim() {
-                "on" => true,
-                "off" => false,
-                _ => {
-                    return Err(TuningError {
-                        name: "PLB_STARPU_MODELS",
-                        value: v,
-                        accepted: accepted("PLB_STARPU_MODELS"),
-                    });
-                }
-            };
+            t.starpu_models = on_off("PLB_STARPU_MODELS", v)?;
         }
         if let Some(v) = var("PLB_CPU_OFFLOAD") {
-            t.cpu_offload = match v.trim() {
-                "on" => true,
-                "off" => false,
-                _ => {
-                    return Err(TuningError {
-                        name: "PLB_CPU_OFFLOAD",
-                        value: v,
-                        accepted: accepted("PLB_CPU_OFFLOAD"),
-                    });
-                }
-            };
+            t.cpu_offload = on_off("PLB_CPU_OFFLOAD", v)?;
         }
         if let Some(v) = var("PLB_PREFETCH_HORIZON") {
             t.prefetch_horizon = match v.trim() {

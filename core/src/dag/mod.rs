@@ -185,6 +185,20 @@ pub fn place(
     }
 }
 
+/// How many distinct memory nodes the workers that are not CPU workers
+/// span, given each worker's kind and memory node (the prefetch horizon
+/// and HEFT's CPU offload count accelerators this way).
+pub fn distinct_accelerator_nodes(workers: impl IntoIterator<Item = (WorkerKind, usize)>) -> usize {
+    let mut nodes: Vec<usize> = workers
+        .into_iter()
+        .filter(|&(kind, _)| kind != WorkerKind::Cpu)
+        .map(|(_, node)| node)
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes.len()
+}
+
 /// What [`place`] decided for a batch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Placement {

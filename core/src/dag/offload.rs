@@ -39,7 +39,7 @@
 //! its ranks are short and its slack long), and graphs of 220 to 385
 //! tasks with all the GPUs lost up to 16 %.
 
-use super::{DagTask, DagWorker};
+use super::{DagTask, DagWorker, distinct_accelerator_nodes};
 
 /// A task is offloaded only if its speedup is below this fraction of the
 /// highest of the codelets' speedups.
@@ -79,14 +79,8 @@ impl Offload {
     /// accelerator memory node, or no accelerator.
     pub fn for_batch(most_accelerated: f64, workers: &[DagWorker]) -> Option<Offload> {
         let cpus = workers.iter().filter(|w| !w.is_accelerator()).count();
-        let mut nodes: Vec<usize> = workers
-            .iter()
-            .filter(|w| w.is_accelerator())
-            .map(|w| w.node)
-            .collect();
-        nodes.sort_unstable();
-        nodes.dedup();
-        let enough = !nodes.is_empty() && cpus >= CPUS_PER_ACCELERATOR * nodes.len();
+        let nodes = distinct_accelerator_nodes(workers.iter().map(|w| (w.kind, w.node)));
+        let enough = nodes > 0 && cpus >= CPUS_PER_ACCELERATOR * nodes;
         (enough && most_accelerated.is_finite() && most_accelerated > 0.0).then_some(Offload {
             below_speedup: most_accelerated * SPEEDUP_FRACTION,
         })

@@ -16,7 +16,6 @@
 use std::collections::HashMap;
 
 use super::decide::Member;
-use crate::balance::WorkerKind;
 
 /// The horizon [`PrefetchSetting::Auto`] sets (seconds).
 pub const AUTO_HORIZON_S: f64 = 0.020;
@@ -52,16 +51,10 @@ impl PrefetchSetting {
     }
 }
 
-/// How many memory nodes the members that are not CPU workers span.
+/// How many memory nodes the members that are not CPU workers span
+/// ([`super::distinct_accelerator_nodes`]).
 pub fn accelerator_nodes(members: &[Member]) -> usize {
-    let mut nodes: Vec<usize> = members
-        .iter()
-        .filter(|m| m.kind != WorkerKind::Cpu)
-        .map(|m| m.node)
-        .collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    nodes.len()
+    super::distinct_accelerator_nodes(members.iter().map(|m| (m.kind, m.node)))
 }
 
 /// The prefetch decisions of one placed batch.
@@ -104,6 +97,7 @@ impl PrefetchHorizon {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::balance::WorkerKind;
 
     fn member(id: usize, kind: WorkerKind, node: usize) -> Member {
         Member { id, kind, node }
