@@ -77,6 +77,12 @@ pub struct Graph {
     models: GraphModels,
     method: Method,
     nodes: Vec<usize>,
+    /// Batches carry ranks ([`Graph::ranked`]).
+    ranked: bool,
+    /// Tasks pushed and not reported done.
+    outstanding: usize,
+    /// Tasks HEFT's CPU offload sent to a CPU worker.
+    pub offloaded: usize,
 }
 
 impl Graph {
@@ -108,7 +114,20 @@ impl Graph {
             models: GraphModels::default(),
             method,
             nodes,
+            ranked: false,
+            outstanding: 0,
+            offloaded: 0,
         }
+    }
+
+    /// Batches carry ranks (each task's 0: no chain below it) and the
+    /// outstanding count, as the adapter's graph walk gives them, so that
+    /// tasks have a slack; and the accelerator's samples of even codelets
+    /// are recorded 3 times shorter, so that codelets differ in speedup:
+    /// HEFT's CPU offload ([`plb_core::dag::offload`]) then acts.
+    pub fn ranked(mut self) -> Graph {
+        self.ranked = true;
+        self
     }
 }
 
@@ -118,6 +137,7 @@ impl Side for Graph {
     type Run = Fake;
 
     fn push(&mut self, task: Fake, _now: f64, sleepers: &Sleepers) -> (Vec<usize>, bool) {
+        self.outstanding += 1;
         (self.sched.push(task, sleepers), false)
     }
 
@@ -178,14 +198,20 @@ impl Side for Graph {
     }
 
     fn work(&mut self, work: Self::Work) -> Self::Work {
-        let batch = match work {
+        let mut batch = match work {
             Placing::Batch(batch) => batch,
             Placing::Locked => return Placing::Locked,
             Placing::Placed(_) => unreachable!("a batch to place"),
         };
+        if self.ranked {
+            batch.ranks = vec![0.0; batch.tasks.len()];
+            batch.outstanding = self.outstanding.max(batch.tasks.len());
+        }
         let facts = batch.facts();
         let costs = self.models.costs(&batch, &facts);
-        Placing::Placed(decide(self.method, batch, facts, costs))
+        let decided = decide(self.method, batch, facts, costs);
+        self.offloaded += decided.offloaded;
+        Placing::Placed(decided)
     }
 
     fn task_of(run: &Fake) -> usize {
@@ -205,10 +231,13 @@ impl Side for Graph {
         sleepers: &Sleepers,
     ) -> Vec<usize> {
         self.sched.finished(w, run.id, now, &self.lines);
+        self.outstanding = self.outstanding.saturating_sub(1);
         if run.codelet == 0 {
             return Vec::new();
         }
         let kind = self.sched.kind_of(w);
+        let strong = self.ranked && kind != WorkerKind::Cpu && run.codelet % 2 == 0;
+        let secs = if strong { secs / 3.0 } else { secs };
         let (job, first) = self.models.record(w, kind, run.codelet, run.units, secs);
         if let Some(job) = job {
             let fitted = job.run(self.models.book.fit_config());

@@ -69,9 +69,12 @@ fn task_graph_policies_lose_no_task_and_no_worker() {
         accelerator: 2,
         cpu: 1,
     });
+    // (method, window, ranked: batches with ranks, codelets of unlike
+    // speedups, so that HEFT's CPU offload acts)
     let methods = [
-        (Method::Heft, None),
-        (Method::Heft, small),
+        (Method::Heft, None, false),
+        (Method::Heft, small, false),
+        (Method::Heft, None, true),
         (
             Method::Dada {
                 alpha: 0.5,
@@ -79,6 +82,7 @@ fn task_graph_policies_lose_no_task_and_no_worker() {
                 cp: false,
             },
             None,
+            false,
         ),
         (
             Method::Dada {
@@ -87,10 +91,14 @@ fn task_graph_policies_lose_no_task_and_no_worker() {
                 cp: true,
             },
             None,
+            false,
         ),
     ];
-    for (method, window) in methods {
-        let make = |plan: &explorer::Plan| Graph::new(plan, method, OwnLine::Current, window);
+    for (method, window, ranked) in methods {
+        let make = |plan: &explorer::Plan| {
+            let g = Graph::new(plan, method, OwnLine::Current, window);
+            if ranked { g.ranked() } else { g }
+        };
         match explore(make, 0..300) {
             Err((seed, e, log)) => {
                 panic!("{method:?} {window:?}, seed {seed}: {e}\nlast actions: {log:#?}")
@@ -100,9 +108,17 @@ fn task_graph_policies_lose_no_task_and_no_worker() {
                 let held: u64 = sides.iter().map(|s| s.sched.held_for_room()).sum();
                 let own: u64 = sides.iter().map(|s| s.own_pops).sum();
                 let locked: u64 = sides.iter().map(|s| s.locked_pops).sum();
+                let offloaded: usize = sides.iter().map(|s| s.offloaded).sum();
                 eprintln!(
-                    "{method:?} {window:?}: {actions} actions, {deferrals} deferrals, \
-                     {held} held for room, {own} own-line pops, {locked} locked pops"
+                    "{method:?} {window:?} ranked {ranked}: {actions} actions, {deferrals} deferrals, \
+                     {held} held for room, {own} own-line pops, {locked} locked pops, \
+                     {offloaded} offloaded"
+                );
+                // The CPU offload acts exactly where tasks have a slack.
+                assert_eq!(
+                    offloaded > 0,
+                    ranked,
+                    "{method:?} ranked {ranked}: {offloaded}"
                 );
                 // With a window, tasks are held for room (and only then).
                 assert_eq!(held > 0, window.is_some(), "{method:?} {window:?}: {held}");
