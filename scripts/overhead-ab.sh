@@ -6,7 +6,8 @@
 # uncounted run of each (our models learned, kept in one private
 # STARPU_HOME). Real runs on this machine's CPU workers, StarPU 1.4.10's
 # native prefix, no emulation. Prints each (figure, workers, policy): A's and
-# B's medians with min–max and B/A; writes every run to OUT.
+# B's medians with min–max and B/A; writes every run to OUT. One BLAS
+# thread per task (OPENBLAS_NUM_THREADS=1), as in scripts/overhead.sh.
 # Usage: bash scripts/overhead-ab.sh LIB_A LIB_B [repetitions (7)] [policies (plb-heft,dada)] [OUT]
 #   (LIB_*: libstarpu_plb.so built for the native prefix, e.g. with
 #   `source scripts/lib/starpu14.sh; with_starpu14 native cargo build --release -p starpu-plb`
@@ -36,7 +37,7 @@ one() {
   if [ "$fig" = tasks ]; then cmd=("$examples/tasks_overhead" -i 20000); else cmd=("$examples/cholesky_implicit" -size 960 -nblocks 24); fi
   env -u PLB_EMULATE -u LD_PRELOAD -u PLB_SUMMARY STARPU_HOME="$home" STARPU_NCPU="$ncpu" STARPU_NOPENCL=0 \
     STARPU_NCUDA=0 STARPU_SCHED="$p" STARPU_SCHED_LIB="$lib" \
-    LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "${cmd[@]}" 2>&1 |
+    LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OPENBLAS_NUM_THREADS=1 "${cmd[@]}" 2>&1 |
     awk -v fig="$fig" "$OVERHEAD_FIGURE_AWK"'
       END {print (v == "" ? "NA" : v)}'
 }

@@ -19,7 +19,14 @@
 # run with PLB_SUMMARY=1 gives the time the push/pop lock is held per task
 # (not in the timed runs: measuring it reads the clock twice per critical
 # section). Writes the rows to OUT (default target/overhead.csv).
-# Usage: bash scripts/overhead.sh [repetitions (default 5)] [tasks (default 20000)] [OUT]
+# Every run has OPENBLAS_NUM_THREADS=1 (one BLAS thread per task, as StarPU
+# expects of its CPU workers): with OpenBLAS's own threads, the Cholesky
+# figure measured their contention for the cores, not the policy (2 workers,
+# 5984 tasks of 40x40: dmda 525-624 ms and eager 709-769 without it, 42-45
+# and 32-41 with it).
+# Usage: bash scripts/overhead.sh [repetitions (default 5)] [tasks (default 20000)] [OUT] [POLICIES]
+#   POLICIES: comma-separated (default: eager, lws, dmda, dmdas and every
+#   policy of ours); eager and dmda are always run (the ratios' references).
 # Prints figures only; it asserts nothing (timings on a shared machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +34,7 @@ reps="${1:-5}"
 tasks="${2:-20000}"
 csv="${3:-target/overhead.csv}"
 case "$reps$tasks" in *[!0-9]*)
-  echo "usage: bash scripts/overhead.sh [repetitions] [tasks] [OUT]" >&2
+  echo "usage: bash scripts/overhead.sh [repetitions] [tasks] [OUT] [POLICIES]" >&2
   exit 2
   ;;
 esac
@@ -41,6 +48,17 @@ plb="$PWD/target/release/plb"
 read -r -a ours <<<"$("$plb" policies | awk '{print $1}' | tr '\n' ' ')"
 starpus=(eager lws dmda dmdas)
 policies=("${starpus[@]}" "${ours[@]}")
+if [ -n "${4:-}" ]; then
+  IFS=, read -r -a asked <<<"$4"
+  policies=(eager dmda)
+  for p in "${asked[@]}"; do
+    [[ " ${policies[*]} " == *" $p "* ]] || policies+=("$p")
+  done
+  # Only the policies of ours asked for get the summary run.
+  chosen=()
+  for p in "${ours[@]}"; do [[ " ${policies[*]} " == *" $p "* ]] && chosen+=("$p"); done
+  ours=("${chosen[@]}")
+fi
 # Cholesky: 24x24 tiles of 40 (2600 tasks); smaller with few tasks (CI).
 chol_size=960
 [ "$tasks" -ge 10000 ] || chol_size=480
@@ -61,7 +79,7 @@ run() {
   env -u PLB_EMULATE -u LD_PRELOAD -u STARPU_SILENT STARPU_HOME="$home" STARPU_NCPU="$ncpu" \
     STARPU_NOPENCL=0 STARPU_NCUDA=0 STARPU_SCHED="$p" STARPU_SCHED_LIB="$schedlib" \
     LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    PLB_SUMMARY="$summary" "$@" 2>&1 |
+    OPENBLAS_NUM_THREADS=1 PLB_SUMMARY="$summary" "$@" 2>&1 |
     awk -v fig="$fig" "$OVERHEAD_FIGURE_AWK"'
       /^plb: policy=/ {for (i = 1; i <= NF; i++) {split($i, kv, "="); s[kv[1]] = kv[2]}
                        lock += s["lock_us"]; n += s["tasks"]; pops += s["popped"]; own += s["line_pops"]}
