@@ -2,7 +2,8 @@
 //! tasks, and the `PLB_SUMMARY` lines. Times are StarPU's clock
 //! (`starpu_timing_now`, microseconds), read by the adapter and passed in.
 
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -5,7 +5,7 @@
 //! ([`GraphModels`], under the models' own lock), then HEFT or DADA
 //! ([`super::place`]) and the training rule for kinds without a model.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::lines::Placed;
 use super::offload::priced_speedup;
@@ -306,26 +306,7 @@ impl GraphModels {
     /// codelet where it does best among those both measured; `None` when
     /// no codelet was measured on `kind` and another kind.
     pub fn slowdown(&self, kind: WorkerKind) -> Option<f64> {
-        let mean = |k: WorkerKind, c: usize| {
-            self.kind_speed
-                .get(&(k, c))
-                .filter(|e| e.1 > 0)
-                .map(|e| e.0 / f64::from(e.1))
-        };
-        self.kind_speed
-            .keys()
-            .filter(|(k, _)| *k == kind)
-            .filter_map(|&(_, c)| {
-                let own = mean(kind, c)?;
-                let best_other = self
-                    .kind_speed
-                    .keys()
-                    .filter(|(k, c2)| *k != kind && *c2 == c)
-                    .filter_map(|&(k, _)| mean(k, c))
-                    .min_by(f64::total_cmp)?;
-                (best_other > 0.0).then(|| own / best_other)
-            })
-            .min_by(f64::total_cmp)
+        slowdown_in(&self.kind_speed, kind)
     }
 
     /// The mean area of the tasks priced so far (0 before any).
@@ -410,13 +391,14 @@ impl GraphModels {
             .chain(self.lowest_priority)
             .min();
         self.lowest_priority = lowest;
-        // Each kind's slowdown, once per batch (it scans every kind's speeds).
-        let slowdowns = WorkerKind::ALL.map(|kind| (kind, self.slowdown(kind)));
+        // Each kind's slowdown, at most once per batch and only when a kind
+        // of unknown speed asks for it (it scans every kind's speeds).
+        let slowdowns: [std::cell::OnceCell<Option<f64>>; WorkerKind::ALL.len()] =
+            Default::default();
+        let kind_speed = &self.kind_speed;
         let slowdown = |kind: WorkerKind| {
-            slowdowns
-                .iter()
-                .find(|(k, _)| *k == kind)
-                .and_then(|(_, r)| *r)
+            let i = WorkerKind::ALL.iter().position(|&k| k == kind)?;
+            *slowdowns[i].get_or_init(|| slowdown_in(kind_speed, kind))
         };
         // Our predictions (`None` where a member cannot run the task).
         let ours: Vec<Vec<Option<f64>>> = batch
@@ -562,6 +544,32 @@ impl GraphModels {
 /// each task's smallest prediction, and the `outstanding` tasks not in the
 /// batch (submitted, not ready yet) at the batch's mean prediction, spread
 /// over them (seconds from now; 0 when no member has a prediction).
+/// [`GraphModels::slowdown`] over the kinds' mean speeds per codelet.
+fn slowdown_in(
+    kind_speed: &HashMap<(WorkerKind, usize), (f64, u32)>,
+    kind: WorkerKind,
+) -> Option<f64> {
+    let mean = |k: WorkerKind, c: usize| {
+        kind_speed
+            .get(&(k, c))
+            .filter(|e| e.1 > 0)
+            .map(|e| e.0 / f64::from(e.1))
+    };
+    kind_speed
+        .keys()
+        .filter(|(k, _)| *k == kind)
+        .filter_map(|&(_, c)| {
+            let own = mean(kind, c)?;
+            let best_other = kind_speed
+                .keys()
+                .filter(|(k, c2)| *k != kind && *c2 == c)
+                .filter_map(|&(k, _)| mean(k, c))
+                .min_by(f64::total_cmp)?;
+            (best_other > 0.0).then(|| own / best_other)
+        })
+        .min_by(f64::total_cmp)
+}
+
 fn known_busy_s(cost: &[Vec<Option<f64>>], loads: &[f64], outstanding: usize) -> f64 {
     let known: Vec<usize> = (0..loads.len())
         .filter(|&m| cost.iter().any(|c| c.get(m).is_some_and(Option::is_some)))

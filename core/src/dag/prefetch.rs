@@ -13,7 +13,7 @@
 //! GPUs share the platform's one link to main memory a 20 ms horizon
 //! shortened runs; with one GPU it lengthened them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::decide::Member;
 
@@ -73,7 +73,7 @@ impl PrefetchHorizon {
         // Without a horizon nothing is counted.
         let ahead_s = match horizon_s {
             Some(_) => backlogs.into_iter().collect(),
-            None => HashMap::new(),
+            None => HashMap::default(),
         };
         PrefetchHorizon { horizon_s, ahead_s }
     }

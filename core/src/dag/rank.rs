@@ -11,7 +11,7 @@
 //! be reused). A rank is computed with the successors known when the task
 //! is first reached: tasks submitted later below it do not raise it.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// The store's bound: a walk reaches at most this many tasks, and a store
 /// holding this many starts afresh at the next [`UpwardRanks::forget`]
@@ -59,7 +59,7 @@ impl UpwardRanks {
         limit: usize,
         mut succs_of: impl FnMut(usize) -> Vec<usize>,
     ) -> Vec<Unranked> {
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         let mut out = Vec::new();
         // (task, its successors, the next successor to visit)
         let mut stack: Vec<(usize, Vec<usize>, usize)> = Vec::new();

@@ -8,7 +8,7 @@
 //! the caller runs it wherever it likes — the StarPU adapter outside every
 //! lock — and hands the result to [`ModelBook::install`].
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::fit::{FitConfig, PuModel};
 use crate::model::TimeModel;
