@@ -465,10 +465,12 @@ impl SchedPolicy for DagPolicy {
     }
 
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
+        // A worker ending a task pops next: it places what it pushed.
+        let pusher = WorkerId::current_between_tasks().map(WorkerId::index);
         let mut st = relaxed_lock(&self.state);
         let t0 = self.g.held.start();
         task.announce_pushed();
-        let wake = st.push(task, &self.g.idle);
+        let wake = st.push_from(task, &self.g.idle, pusher);
         self.publish(&st);
         self.g.held.stop(t0);
         drop(st);

@@ -5,7 +5,9 @@
 //! Actors: the submitting thread (pushes, the commit after an unlocked
 //! prefetch, a worker leaving the context, the wakes it owes) and every
 //! worker (a locked pop step, the unlocked work between two steps, the
-//! wakes after unlocking, a task's execution, its post-execution hook).
+//! wakes after unlocking, a task's execution, its post-execution hook and
+//! the pushes of the tasks its end made ready, as StarPU's driver releases
+//! a task's successors before the worker pops again).
 //! Each action is what the StarPU adapter does under its lock or between
 //! two holds of it; a seeded random choice picks the next actor.
 //!
@@ -57,6 +59,9 @@ pub struct Plan {
     /// Per task: its post-execution hook never comes (StarPU skips it for
     /// its internal tasks).
     pub silent: Vec<bool>,
+    /// Per task: pushed not by the submitter but by the worker that ends
+    /// this earlier task ([`Plan::random_released`]).
+    pub after: Vec<Option<usize>>,
 }
 
 impl Plan {
@@ -106,6 +111,7 @@ impl Plan {
         // versions of this harness: about one task in ten is silent.
         let mut quiet = Rng::new(seed ^ 0x5113_4700);
         let silent = tasks.iter().map(|_| quiet.below(10) == 0).collect();
+        let after = vec![None; tasks.len()];
         Plan {
             workers,
             speed,
@@ -113,7 +119,24 @@ impl Plan {
             removal,
             reserving,
             silent,
+            after,
         }
+    }
+
+    /// [`Plan::random`] where about one task in three is made ready by the
+    /// end of the task before it (a chain, as StarPU's `tasks_overhead`
+    /// builds with tags) and pushed by the worker that ran that one; only
+    /// after a task every worker can run (so it does run).
+    pub fn random_released(seed: u64) -> Plan {
+        let mut plan = Plan::random(seed);
+        let all = (1u64 << plan.workers) - 1;
+        let mut rng = Rng::new(seed ^ 0x0e1e_a5ed);
+        for i in 1..plan.tasks.len() {
+            if rng.below(3) == 0 && plan.tasks[i - 1].mask == all {
+                plan.after[i] = Some(i - 1);
+            }
+        }
+        plan
     }
 }
 
@@ -162,8 +185,16 @@ pub trait Side {
     type Work;
     /// A popped task as its worker holds it.
     type Run;
-    /// Pushes `task`; returns the wakes and whether a commit must follow.
-    fn push(&mut self, task: Fake, now: f64, sleepers: &Sleepers) -> (Vec<usize>, bool);
+    /// Pushes `task` (`pusher`: the worker pushing, one that pops before
+    /// it can sleep; `None`: the submitter); returns the wakes and whether
+    /// a commit must follow.
+    fn push(
+        &mut self,
+        task: Fake,
+        now: f64,
+        sleepers: &Sleepers,
+        pusher: Option<usize>,
+    ) -> (Vec<usize>, bool);
     /// Commits what the last push held back; returns the wakes.
     fn commit(&mut self, now: f64, sleepers: &Sleepers) -> Vec<usize>;
     /// Worker `w` leaves; returns the wakes.
@@ -259,6 +290,8 @@ pub struct Sim<S: Side> {
     workers: Vec<Worker<S>>,
     keep_awake: Vec<bool>,
     removed: Vec<bool>,
+    /// The tasks the submitter pushes, in order, and how many it pushed.
+    submitted: Vec<usize>,
     next: usize,
     submitter: Submitter,
     removal: Option<(usize, usize)>,
@@ -276,6 +309,9 @@ impl<S: Side> Sim<S> {
             workers: (0..n).map(|_| Worker::popping()).collect(),
             keep_awake: vec![false; n],
             removed: vec![false; n],
+            submitted: (0..plan.tasks.len())
+                .filter(|&i| plan.after[i].is_none())
+                .collect(),
             next: 0,
             submitter: Submitter::Pushing,
             removal: plan.removal,
@@ -288,7 +324,7 @@ impl<S: Side> Sim<S> {
 
     fn runnable(&self) -> Vec<usize> {
         let mut v = Vec::new();
-        if !matches!(self.submitter, Submitter::Pushing) || self.next < self.plan.tasks.len() {
+        if !matches!(self.submitter, Submitter::Pushing) || self.next < self.submitted.len() {
             v.push(0);
         }
         for (w, s) in self.workers.iter().enumerate() {
@@ -312,10 +348,10 @@ impl<S: Side> Sim<S> {
     fn step_submitter(&mut self) {
         match std::mem::replace(&mut self.submitter, Submitter::Pushing) {
             Submitter::Pushing => {
-                let t = self.plan.tasks[self.next].clone();
+                let t = self.plan.tasks[self.submitted[self.next]].clone();
                 self.next += 1;
                 self.log.push(format!("push {}", t.id));
-                let (mut wake, commit) = self.side.push(t, self.now, &self.sleepers);
+                let (mut wake, commit) = self.side.push(t, self.now, &self.sleepers, None);
                 if !wake.is_empty() {
                     self.log.push(format!("  push wakes {wake:?}"));
                 }
@@ -433,13 +469,25 @@ impl<S: Side> Sim<S> {
                     };
                     return;
                 }
-                self.ran[S::task_of(&run)] += 1;
+                let done = S::task_of(&run);
+                self.ran[done] += 1;
                 let secs = f64::from(self.plan.speed[w]) * 1e-3 * S::units_of(&run) / 10.0;
-                let wake = if self.plan.silent[S::task_of(&run)] {
+                let mut wake = if self.plan.silent[done] {
                     Vec::new()
                 } else {
                     self.side.post_exec(w, run, secs, self.now, &self.sleepers)
                 };
+                // The tasks its end made ready, pushed by this worker (a
+                // commit, if one is due, at once).
+                for i in (0..self.plan.tasks.len()).filter(|&i| self.plan.after[i] == Some(done)) {
+                    let t = self.plan.tasks[i].clone();
+                    let (w2, commit) = self.side.push(t, self.now, &self.sleepers, Some(w));
+                    self.log.push(format!("w{w} pushes {i} (wakes {w2:?})"));
+                    wake.extend(w2);
+                    if commit {
+                        wake.extend(self.side.commit(self.now, &self.sleepers));
+                    }
+                }
                 self.keep_awake[w] = false;
                 self.workers[w] = if self.removed[w] && wake.is_empty() {
                     Worker::Gone
@@ -557,15 +605,33 @@ pub fn explore_reporting_all<S: Side>(
     explore_plans(make, seeds, false)
 }
 
+/// [`explore`] on [`Plan::random_released`] plans: workers push the tasks
+/// their tasks' ends made ready.
+pub fn explore_released<S: Side>(
+    make: impl Fn(&Plan) -> S,
+    seeds: std::ops::Range<u64>,
+) -> Result<(u64, Vec<S>), Failure> {
+    explore_with(make, seeds, true, Plan::random_released)
+}
+
 fn explore_plans<S: Side>(
     make: impl Fn(&Plan) -> S,
     seeds: std::ops::Range<u64>,
     lose_reports: bool,
 ) -> Result<(u64, Vec<S>), Failure> {
+    explore_with(make, seeds, lose_reports, Plan::random)
+}
+
+fn explore_with<S: Side>(
+    make: impl Fn(&Plan) -> S,
+    seeds: std::ops::Range<u64>,
+    lose_reports: bool,
+    plan_of: fn(u64) -> Plan,
+) -> Result<(u64, Vec<S>), Failure> {
     let mut actions = 0;
     let mut sides = Vec::new();
     for seed in seeds {
-        let mut plan = Plan::random(seed);
+        let mut plan = plan_of(seed);
         if !lose_reports {
             plan.silent.iter_mut().for_each(|s| *s = false);
         }

@@ -83,17 +83,35 @@ pub struct Graph {
     outstanding: usize,
     /// Tasks HEFT's CPU offload sent to a CPU worker.
     pub offloaded: usize,
+    /// Tasks a worker pushed (its task's end made them ready).
+    pub worker_pushes: u64,
+    /// Of those, the ones pushed among CPU workers alone (where a member's
+    /// push wakes nobody).
+    pub unwoken_pushes: u64,
 }
 
 impl Graph {
     /// `window`: the lines' bound ([`GraphSched::set_window`]); HEFT's
     /// CPU steals are charged the data penalty, as the adapter sets it.
     pub fn new(plan: &Plan, method: Method, own_line: OwnLine, window: Option<Window>) -> Graph {
+        Graph::with_accelerator(plan, method, own_line, window, true)
+    }
+
+    /// [`Graph::new`], worker 0 a CPU worker like the others when
+    /// `accelerator` is false (a context where a member's push wakes
+    /// nobody: [`GraphSched::push_from`]).
+    pub fn with_accelerator(
+        plan: &Plan,
+        method: Method,
+        own_line: OwnLine,
+        window: Option<Window>,
+        accelerator: bool,
+    ) -> Graph {
         let nodes: Vec<usize> = (0..plan.workers).map(|w| usize::from(w == 0)).collect();
         let members: Vec<Member> = (0..plan.workers)
             .map(|w| Member {
                 id: w,
-                kind: if w == 0 {
+                kind: if w == 0 && accelerator {
                     WorkerKind::Cuda
                 } else {
                     WorkerKind::Cpu
@@ -117,6 +135,8 @@ impl Graph {
             ranked: false,
             outstanding: 0,
             offloaded: 0,
+            worker_pushes: 0,
+            unwoken_pushes: 0,
         }
     }
 
@@ -136,9 +156,22 @@ impl Side for Graph {
     type Work = Placing;
     type Run = Fake;
 
-    fn push(&mut self, task: Fake, _now: f64, sleepers: &Sleepers) -> (Vec<usize>, bool) {
+    fn push(
+        &mut self,
+        task: Fake,
+        _now: f64,
+        sleepers: &Sleepers,
+        pusher: Option<usize>,
+    ) -> (Vec<usize>, bool) {
         self.outstanding += 1;
-        (self.sched.push(task, sleepers), false)
+        self.worker_pushes += u64::from(pusher.is_some());
+        let cpus_alone = self
+            .sched
+            .members()
+            .iter()
+            .all(|m| m.kind == WorkerKind::Cpu);
+        self.unwoken_pushes += u64::from(cpus_alone && pusher.is_some());
+        (self.sched.push_from(task, sleepers, pusher), false)
     }
 
     fn commit(&mut self, _now: f64, _sleepers: &Sleepers) -> Vec<usize> {

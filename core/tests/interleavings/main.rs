@@ -14,7 +14,7 @@ use plb_core::balance::registry::BalancerSpec;
 use plb_core::dag::Method;
 use plb_core::taskmode::{CONSULTS_PER_POP, TaskModeCounters};
 
-use explorer::{explore, explore_reporting_all};
+use explorer::{explore, explore_released, explore_reporting_all};
 use graph::{Graph, OwnLine};
 use plb_core::dag::graph::Window;
 use task_mode::{Protocol, TaskMode};
@@ -128,6 +128,63 @@ fn task_graph_policies_lose_no_task_and_no_worker() {
                 assert!(deferrals > 0, "{method:?}: no task was deferred");
                 assert!(own > 1000 && locked > 1000, "{method:?}: {own}, {locked}");
             }
+        }
+    }
+}
+
+/// Workers push the tasks their tasks' ends made ready (a chain, as
+/// StarPU's `tasks_overhead`): among CPU workers alone a member pushing
+/// wakes nobody and places them at its next pop
+/// ([`plb_core::dag::graph::GraphSched::push_from`]); with an accelerator
+/// in the context, and from a worker that left it, a push wakes one as the
+/// submitter's does. No task or worker is lost, task mode included.
+#[test]
+fn worker_pushes_lose_no_task_and_no_worker() {
+    let small = Some(Window {
+        accelerator: 2,
+        cpu: 1,
+    });
+    let dada = Method::Dada {
+        alpha: 0.5,
+        eps: 0.05,
+        cp: false,
+    };
+    let cases = [
+        (Method::Heft, None, true),
+        (Method::Heft, None, false),
+        (Method::Heft, small, true),
+        (dada, None, true),
+        (dada, None, false),
+    ];
+    for (method, window, accelerator) in cases {
+        let make = |plan: &explorer::Plan| {
+            Graph::with_accelerator(plan, method, OwnLine::Current, window, accelerator)
+        };
+        match explore_released(make, 0..300) {
+            Err((seed, e, log)) => panic!(
+                "{method:?} {window:?} accelerator {accelerator}, seed {seed}: {e}\nlast actions: {log:#?}"
+            ),
+            Ok((actions, sides)) => {
+                let pushes: u64 = sides.iter().map(|s| s.worker_pushes).sum();
+                let unwoken: u64 = sides.iter().map(|s| s.unwoken_pushes).sum();
+                eprintln!(
+                    "{method:?} {window:?} accelerator {accelerator}: {actions} actions, \
+                     {pushes} worker pushes, {unwoken} among CPU workers alone"
+                );
+                assert!(
+                    pushes > 1000,
+                    "{method:?} {window:?}: {pushes} worker pushes"
+                );
+                // Among CPU workers alone, and only there, a member's push
+                // may wake nobody.
+                assert_eq!(unwoken == pushes, !accelerator, "{unwoken} of {pushes}");
+            }
+        }
+    }
+    for balancer in ["plb-hac", "dynamic"] {
+        let make = |plan: &explorer::Plan| TaskMode::new(plan, balancer, Protocol::Current);
+        if let Err((seed, e, log)) = explore_released(make, 0..300) {
+            panic!("{balancer}, seed {seed}: {e}\nlast actions: {log:#?}");
         }
     }
 }

@@ -146,9 +146,24 @@ impl Side for TaskMode {
     type Work = TaskWork;
     type Run = Taken<Fake>;
 
-    fn push(&mut self, task: Fake, now: f64, sleepers: &Sleepers) -> (Vec<usize>, bool) {
-        let wake = self.sched.push(task, now, &self.book, sleepers);
-        self.reserved = self.sched.take_reserved();
+    fn push(
+        &mut self,
+        task: Fake,
+        now: f64,
+        sleepers: &Sleepers,
+        pusher: Option<usize>,
+    ) -> (Vec<usize>, bool) {
+        // Task mode wakes as it does for any pusher.
+        let mut wake = self.sched.push(task, now, &self.book, sleepers);
+        let reserved = self.sched.take_reserved();
+        if pusher.is_some() {
+            // A worker's push commits its own reservations (the adapter
+            // keeps them per call): the submitter's, held for its commit
+            // meanwhile, stay apart.
+            wake.extend(self.sched.commit_waking(reserved, &self.book, sleepers));
+            return (wake, false);
+        }
+        self.reserved = reserved;
         (wake, !self.reserved.is_empty())
     }
 

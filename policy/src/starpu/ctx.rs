@@ -16,6 +16,18 @@ impl WorkerId {
         u32::try_from(id).ok().map(WorkerId)
     }
 
+    /// The worker running the current thread when it is between tasks:
+    /// a StarPU worker in its driver loop (ending a task: releasing its
+    /// successors), not inside a codelet or a callback, so that it pops
+    /// again before it can sleep.
+    pub fn current_between_tasks() -> Option<WorkerId> {
+        let worker = WorkerId::current()?;
+        // SAFETY: plain query of the calling thread's current task (NULL
+        // outside a codelet or a callback), valid on any thread.
+        let running = unsafe { !sys::starpu_task_get_current().is_null() };
+        (!running).then_some(worker)
+    }
+
     /// The highest number of workers this StarPU build supports.
     pub fn max_workers() -> usize {
         // SAFETY: returns a compile-time constant of the StarPU build.
