@@ -465,7 +465,8 @@ impl SchedPolicy for DagPolicy {
     }
 
     fn push(&self, _ctx: SchedCtx, task: Task) -> Vec<WorkerId> {
-        // A worker ending a task pops next: it places what it pushed.
+        // A worker ending a task pops next (among CPU workers alone it then
+        // places what it pushed: `GraphSched::push_from`).
         let pusher = WorkerId::current_between_tasks().map(WorkerId::index);
         let mut st = relaxed_lock(&self.state);
         let t0 = self.g.held.start();

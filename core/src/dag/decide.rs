@@ -539,11 +539,6 @@ impl GraphModels {
     }
 }
 
-/// How long the members with a prediction for some task of the batch
-/// would stay busy if they ran all the work ahead: their expected ends,
-/// each task's smallest prediction, and the `outstanding` tasks not in the
-/// batch (submitted, not ready yet) at the batch's mean prediction, spread
-/// over them (seconds from now; 0 when no member has a prediction).
 /// [`GraphModels::slowdown`] over the kinds' mean speeds per codelet.
 fn slowdown_in(
     kind_speed: &HashMap<(WorkerKind, usize), (f64, u32)>,
@@ -570,6 +565,11 @@ fn slowdown_in(
         .min_by(f64::total_cmp)
 }
 
+/// How long the members with a prediction for some task of the batch
+/// would stay busy if they ran all the work ahead: their expected ends,
+/// each task's smallest prediction, and the `outstanding` tasks not in the
+/// batch (submitted, not ready yet) at the batch's mean prediction, spread
+/// over them (seconds from now; 0 when no member has a prediction).
 fn known_busy_s(cost: &[Vec<Option<f64>>], loads: &[f64], outstanding: usize) -> f64 {
     let known: Vec<usize> = (0..loads.len())
         .filter(|&m| cost.iter().any(|c| c.get(m).is_some_and(Option::is_some)))
