@@ -218,8 +218,12 @@ impl<T: GraphTask> GraphSched<T> {
     /// 11 and about 2500 in the other 3, which took twice as long
     /// (docs/results.md, eleventh round).
     pub fn windowed(&self) -> Option<Window> {
-        self.window
-            .filter(|_| self.members.iter().any(|m| m.kind != WorkerKind::Cpu))
+        self.window.filter(|_| self.has_accelerator())
+    }
+
+    /// Whether a member is an accelerator's worker (not a CPU worker).
+    fn has_accelerator(&self) -> bool {
+        self.members.iter().any(|m| m.kind != WorkerKind::Cpu)
     }
 
     /// Tasks held back for room so far (a task held twice counts twice).
@@ -337,10 +341,9 @@ impl<T: GraphTask> GraphSched<T> {
     pub fn push_from(&mut self, task: T, sleepers: &Sleepers, pusher: Option<usize>) -> Vec<usize> {
         self.ready.push_back(task);
         self.unblock();
-        let cpus_alone = self.members.iter().all(|m| m.kind == WorkerKind::Cpu);
-        let pops_next = cpus_alone
-            && pusher
-                .is_some_and(|w| self.members.iter().any(|m| m.id == w) && !sleepers.is_idle(w));
+        let member = |w: usize| self.kinds.get(w).copied().flatten().is_some();
+        let pops_next =
+            !self.has_accelerator() && pusher.is_some_and(|w| member(w) && !sleepers.is_idle(w));
         if pops_next {
             return Vec::new();
         }

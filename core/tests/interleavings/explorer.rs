@@ -594,7 +594,7 @@ pub fn explore<S: Side>(
     make: impl Fn(&Plan) -> S,
     seeds: std::ops::Range<u64>,
 ) -> Result<(u64, Vec<S>), Failure> {
-    explore_plans(make, seeds, true)
+    explore_with(make, seeds, true, Plan::random)
 }
 
 /// [`explore`] with every post-exec report delivered (no silent task).
@@ -602,7 +602,7 @@ pub fn explore_reporting_all<S: Side>(
     make: impl Fn(&Plan) -> S,
     seeds: std::ops::Range<u64>,
 ) -> Result<(u64, Vec<S>), Failure> {
-    explore_plans(make, seeds, false)
+    explore_with(make, seeds, false, Plan::random)
 }
 
 /// [`explore`] on [`Plan::random_released`] plans: workers push the tasks
@@ -612,14 +612,6 @@ pub fn explore_released<S: Side>(
     seeds: std::ops::Range<u64>,
 ) -> Result<(u64, Vec<S>), Failure> {
     explore_with(make, seeds, true, Plan::random_released)
-}
-
-fn explore_plans<S: Side>(
-    make: impl Fn(&Plan) -> S,
-    seeds: std::ops::Range<u64>,
-    lose_reports: bool,
-) -> Result<(u64, Vec<S>), Failure> {
-    explore_with(make, seeds, lose_reports, Plan::random)
 }
 
 fn explore_with<S: Side>(
