@@ -156,6 +156,8 @@ impl Point {
 struct Entry {
     seq: u64,
     sample: Sample,
+    /// [`size_class`] of its units, computed once.
+    class: i64,
 }
 
 /// The bounded, recency-weighted store of one PU's samples.
@@ -163,6 +165,9 @@ struct Entry {
 pub struct SampleStore {
     cfg: StoreConfig,
     entries: VecDeque<Entry>,
+    /// Samples held per size class (few classes in practice), kept with
+    /// `entries` so that an eviction does not recount them.
+    class_counts: Vec<(i64, usize)>,
     next_seq: u64,
     rejected: Rejections,
     evicted: u64,
@@ -177,6 +182,14 @@ impl Default for SampleStore {
 
 fn size_class(units: f64) -> i64 {
     (4.0 * units.log2()).floor() as i64
+}
+
+/// One more sample of `class` in `counts`.
+fn count(counts: &mut Vec<(i64, usize)>, class: i64) {
+    match counts.iter_mut().find(|k| k.0 == class) {
+        Some(k) => k.1 += 1,
+        None => counts.push((class, 1)),
+    }
 }
 
 impl SampleStore {
@@ -201,6 +214,7 @@ impl SampleStore {
         SampleStore {
             cfg,
             entries: VecDeque::with_capacity(cfg.cap + 1),
+            class_counts: Vec::new(),
             next_seq: 0,
             rejected: Rejections::default(),
             evicted: 0,
@@ -226,31 +240,36 @@ impl SampleStore {
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.entries.push_back(Entry { seq, sample });
+        let class = size_class(sample.units);
+        self.entries.push_back(Entry { seq, sample, class });
+        count(&mut self.class_counts, class);
         if self.entries.len() > self.cfg.cap {
             self.evict_one();
         }
         Ok(seq)
     }
 
+    /// One sample of `class` left the store.
+    fn uncount(&mut self, class: i64) {
+        if let Some(i) = self.class_counts.iter().position(|k| k.0 == class) {
+            self.class_counts[i].1 -= 1;
+            if self.class_counts[i].1 == 0 {
+                self.class_counts.swap_remove(i);
+            }
+        }
+    }
+
     /// Removes the oldest sample of the most populated size class (ties: the
     /// class whose oldest sample is the oldest).
     fn evict_one(&mut self) {
-        // (class, count, index of its oldest entry); few classes in practice.
-        let mut classes: Vec<(i64, usize, usize)> = Vec::new();
-        for (i, e) in self.entries.iter().enumerate() {
-            let c = size_class(e.sample.units);
-            match classes.iter_mut().find(|k| k.0 == c) {
-                Some(k) => k.1 += 1,
-                None => classes.push((c, 1, i)),
-            }
+        let most = self.class_counts.iter().map(|k| k.1).max().unwrap_or(0);
+        let tied = |c: i64| self.class_counts.iter().any(|k| k.0 == c && k.1 == most);
+        // The oldest entry of a most populated class is the first entry of
+        // any of them.
+        let victim = self.entries.iter().position(|e| tied(e.class)).unwrap_or(0);
+        if let Some(e) = self.entries.remove(victim) {
+            self.uncount(e.class);
         }
-        let victim = classes
-            .iter()
-            .max_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)))
-            .map(|k| k.2)
-            .unwrap_or(0);
-        self.entries.remove(victim);
         self.evicted += 1;
     }
 
@@ -331,6 +350,9 @@ impl SampleStore {
         let before = self.entries.len();
         self.entries.retain(|e| e.seq >= seq);
         let n = before - self.entries.len();
+        if n > 0 {
+            self.recount();
+        }
         self.forgotten += n as u64;
         n
     }
@@ -351,6 +373,15 @@ impl SampleStore {
     pub fn clear(&mut self) {
         self.forgotten += self.entries.len() as u64;
         self.entries.clear();
+        self.class_counts.clear();
+    }
+
+    /// Counts the held samples per class afresh.
+    fn recount(&mut self) {
+        self.class_counts.clear();
+        for e in &self.entries {
+            count(&mut self.class_counts, e.class);
+        }
     }
 
     /// Number of distinct block sizes held.
@@ -436,6 +467,57 @@ mod tests {
         }
         let seqs: Vec<u64> = f.iter().map(|(q, _)| q).collect();
         assert_eq!(seqs, vec![6, 7, 8, 9]);
+    }
+
+    #[test]
+    fn eviction_follows_the_rule_over_mixed_sizes_and_forgetting() {
+        // The rule recomputed from scratch at every eviction (per class: how
+        // many, and its oldest's position) against the store's kept counts.
+        let reference = |held: &mut Vec<(u64, f64)>| {
+            let mut classes: Vec<(i64, usize, usize)> = Vec::new();
+            for (i, &(_, units)) in held.iter().enumerate() {
+                let c = size_class(units);
+                match classes.iter_mut().find(|k| k.0 == c) {
+                    Some(k) => k.1 += 1,
+                    None => classes.push((c, 1, i)),
+                }
+            }
+            let most = classes.iter().map(|k| k.1).max().unwrap();
+            let victim = classes.iter().filter(|k| k.1 == most).map(|k| k.2).min();
+            held.remove(victim.unwrap());
+        };
+        let mut s = SampleStore::new(StoreConfig {
+            cap: 12,
+            ..StoreConfig::default()
+        });
+        let mut held: Vec<(u64, f64)> = Vec::new();
+        let mut x: u64 = 12345;
+        let mut evictions = 0;
+        for step in 0..5000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // Five sizes in four classes (48 and 56 share one).
+            let units = [1.0, 8.0, 48.0, 56.0, 1000.0][(x >> 33) as usize % 5];
+            let seq = s.push(Sample::new(units, 1.0, 0.0)).unwrap();
+            held.push((seq, units));
+            if held.len() > 12 {
+                reference(&mut held);
+                evictions += 1;
+            }
+            if step % 997 == 996 {
+                let from = held[held.len() / 2].0;
+                s.forget_before(from);
+                held.retain(|h| h.0 >= from);
+            }
+            let kept: Vec<u64> = s.iter().map(|(q, _)| q).collect();
+            let want: Vec<u64> = held.iter().map(|h| h.0).collect();
+            assert_eq!(kept, want, "step {step}");
+        }
+        assert!(evictions > 4000);
+        s.clear();
+        s.push(Sample::new(2.0, 1.0, 0.0)).unwrap();
+        assert_eq!(s.class_counts, vec![(size_class(2.0), 1)]);
     }
 
     #[test]

@@ -30,6 +30,8 @@ struct Entry<I> {
     priority: i32,
     /// Predicted seconds on the worker whose queue holds it.
     est_s: f64,
+    /// Marked by its pusher ([`WorkerQueue::push_marked`]).
+    marked: bool,
 }
 
 /// One worker's queue and its `dmda` bookkeeping. The schedulers reach
@@ -40,6 +42,12 @@ pub struct WorkerQueue<I> {
     items: VecDeque<Entry<I>>,
     /// Expected length: predicted seconds of the queued tasks.
     queued_s: f64,
+    /// The same per priority, highest first, with how many tasks each:
+    /// kept at every push and removal, so that reading it does not walk
+    /// the queue.
+    by_priority: Vec<(i32, f64, usize)>,
+    /// Queued tasks their pusher marked.
+    marked: usize,
     /// Predicted seconds of placements reserved for the worker, not yet
     /// queued (task mode's reserve–prefetch–commit).
     reserved_s: f64,
@@ -57,6 +65,8 @@ impl<I> Default for WorkerQueue<I> {
         WorkerQueue {
             items: VecDeque::new(),
             queued_s: 0.0,
+            by_priority: Vec::new(),
+            marked: 0,
             reserved_s: 0.0,
             busy_until: 0.0,
             running: VecDeque::new(),
@@ -132,7 +142,23 @@ impl<I> WorkerQueue<I> {
         } else {
             (self.queued_s - e.est_s).max(0.0)
         };
+        let b = self.bucket(e.priority);
+        if let Some(bucket) = self.by_priority.get_mut(b).filter(|x| x.0 == e.priority) {
+            bucket.2 -= 1;
+            if bucket.2 == 0 {
+                // Likewise exactly 0 once the priority has no task left.
+                self.by_priority.remove(b);
+            } else {
+                bucket.1 = (bucket.1 - e.est_s).max(0.0);
+            }
+        }
+        self.marked -= usize::from(e.marked);
         Some((e.item, e.est_s))
+    }
+
+    /// Where `priority`'s entry is, or would go, in `by_priority`.
+    fn bucket(&self, priority: i32) -> usize {
+        self.by_priority.partition_point(|b| b.0 > priority)
     }
 
     /// Tasks queued.
@@ -148,6 +174,12 @@ impl<I> WorkerQueue<I> {
     /// Whether some queued task satisfies `f`.
     pub fn any(&self, f: impl Fn(&I) -> bool) -> bool {
         self.items.iter().any(|e| f(&e.item))
+    }
+
+    /// Whether some queued task was marked by its pusher
+    /// ([`WorkerQueue::push_marked`]); O(1).
+    pub fn holds_marked(&self) -> bool {
+        self.marked > 0
     }
 
     /// Tasks started so far (popped or stolen by this worker).
@@ -189,23 +221,31 @@ impl<I> WorkerQueue<I> {
         self.start(now) - now + self.reserved_s + queued
     }
 
-    /// Queued seconds by priority (highest first).
+    /// Queued seconds by priority (highest first); O(priorities queued).
     pub fn queued_by_priority(&self) -> Vec<(i32, f64)> {
-        let mut out: Vec<(i32, f64)> = Vec::new();
-        for e in &self.items {
-            match out.last_mut() {
-                Some(last) if last.0 == e.priority => last.1 += e.est_s,
-                _ => out.push((e.priority, e.est_s)),
-            }
-        }
-        out
+        self.by_priority.iter().map(|&(p, s, _)| (p, s)).collect()
     }
 
     /// Queues `item` of `priority`, predicted to take `est_s` seconds here,
     /// after the tasks of higher or equal priority.
     pub fn push(&mut self, item: I, priority: i32, est_s: f64) {
+        self.push_marked(item, priority, est_s, false);
+    }
+
+    /// [`WorkerQueue::push`], the task marked or not (what the mark means
+    /// is the caller's; [`WorkerQueue::holds_marked`] counts them).
+    pub fn push_marked(&mut self, item: I, priority: i32, est_s: f64, marked: bool) {
         let est_s = clean(est_s);
         self.queued_s += est_s;
+        let b = self.bucket(priority);
+        match self.by_priority.get_mut(b) {
+            Some(bucket) if bucket.0 == priority => {
+                bucket.1 += est_s;
+                bucket.2 += 1;
+            }
+            _ => self.by_priority.insert(b, (priority, est_s, 1)),
+        }
+        self.marked += usize::from(marked);
         let at = self
             .items
             .iter()
@@ -217,6 +257,7 @@ impl<I> WorkerQueue<I> {
                 item,
                 priority,
                 est_s,
+                marked,
             },
         );
     }
@@ -342,6 +383,8 @@ impl<I> WorkerQueue<I> {
     /// reserved for it (a worker leaving).
     pub fn take_all(&mut self) -> Vec<(I, f64)> {
         self.queued_s = 0.0;
+        self.by_priority.clear();
+        self.marked = 0;
         self.reserved_s = 0.0;
         self.running.clear();
         self.items.drain(..).map(|e| (e.item, e.est_s)).collect()
@@ -577,6 +620,48 @@ mod tests {
         assert_eq!(order_after(&q), vec![2, 4, 1, 3]);
         assert_eq!(q.held(), 0);
         assert_eq!(q.push_to(3, 9, 0, 1.0), Err(9), "no queue for worker 3");
+    }
+
+    #[test]
+    fn kept_sums_per_priority_and_marks_match_the_queue() {
+        // The queue walked afresh: seconds per priority (highest first) and
+        // marked tasks.
+        let fresh = |q: &WorkerQueue<u32>| {
+            let mut out: Vec<(i32, f64)> = Vec::new();
+            for e in &q.items {
+                match out.last_mut() {
+                    Some(last) if last.0 == e.priority => last.1 += e.est_s,
+                    _ => out.push((e.priority, e.est_s)),
+                }
+            }
+            (out, q.items.iter().any(|e| e.marked))
+        };
+        let mut q = WorkerQueue::default();
+        let mut x: u64 = 7;
+        let mut next = 0u32;
+        for step in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let r = (x >> 33) as u32;
+            match r % 7 {
+                0..=2 => {
+                    // Seconds that are exact in binary (sums compare equal).
+                    let est = f64::from(r % 8) * 0.25;
+                    q.push_marked(next, (r % 5) as i32 - 2, est, r % 3 == 0);
+                    next += 1;
+                }
+                3 => drop(q.pop(|&t| t % 2 == 0)),
+                4 => drop(q.take_first(|&t| (t % 5 == 0).then_some(()))),
+                5 => drop(q.steal_one(0.0, |&t, _| (t % 3 == 0).then_some(()))),
+                _ if step % 1000 == 999 => drop(q.take_all()),
+                _ => drop(q.pop(|_| false)),
+            }
+            let (want, marked) = fresh(&q);
+            assert_eq!(q.queued_by_priority(), want, "step {step}");
+            assert_eq!(q.holds_marked(), marked, "step {step}");
+        }
+        assert!(next > 5000);
     }
 
     #[test]

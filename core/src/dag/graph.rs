@@ -39,7 +39,7 @@
 use std::collections::VecDeque;
 
 use super::decide::{Batch, Decided, GraphTask, Member};
-use super::lines::{Line, Placed, steal_placed};
+use super::lines::{Line, Placed, data_coming, queue_placed, steal_placed};
 use super::ready::ReadyList;
 use super::{DATA_PENALTY, concurrent_share};
 use crate::balance::WorkerKind;
@@ -405,11 +405,7 @@ impl<T: GraphTask> GraphSched<T> {
             // read from the line itself (only when it holds tasks).
             let (p, data_coming) = if g.len > 0 {
                 lines
-                    .with(m.id, |q| {
-                        // Placed tasks' predictions are indexed by worker id.
-                        let coming = q.any(|p| p.transfer_s.get(m.id).is_some_and(|&t| t > 0.0));
-                        (q.queued_by_priority(), coming)
-                    })
+                    .with(m.id, |q| (q.queued_by_priority(), data_coming(q)))
                     .unwrap_or_default()
             } else {
                 (Vec::new(), false)
@@ -460,8 +456,7 @@ impl<T: GraphTask> GraphSched<T> {
             });
             lines.with(w, |q| {
                 if let Some(p) = placed.take() {
-                    let priority = p.priority;
-                    q.push(p, priority, d.est_s);
+                    queue_placed(q, w, p, d.est_s);
                 }
             });
             if let Some(p) = placed {
@@ -883,8 +878,8 @@ mod tests {
         // task whose data is there (its transfer 0; another worker's 0.5).
         let placed =
             |transfer_s: Vec<f64>| Placed::new(Tile::job(90), 0, vec![Some(1.0); 3], transfer_s);
-        lines.with(1, |q| q.push(placed(vec![0.5, 0.5, 0.5]), 0, 1.0));
-        lines.with(2, |q| q.push(placed(vec![0.5, 0.5, 0.0]), 0, 1.0));
+        lines.with(1, |q| queue_placed(q, 1, placed(vec![0.5, 0.5, 0.5]), 1.0));
+        lines.with(2, |q| queue_placed(q, 2, placed(vec![0.5, 0.5, 0.0]), 1.0));
         s.push(Tile::job(1), &sleepers);
         let mut round = GraphRound::default();
         match s.pop_step(0, 1, 0.0, &sleepers, &mut round, None, &lines) {
@@ -905,8 +900,12 @@ mod tests {
             |transfer_s: Vec<f64>| Placed::new(Tile::job(90), 0, vec![Some(1.0); 4], transfer_s);
         // Worker 1's task has its data (a transfer only to worker 0);
         // worker 3's waits for 0.5 s of data.
-        lines.with(1, |q| q.push(placed(vec![0.5, 0.0, 0.0, 0.0]), 0, 1.0));
-        lines.with(3, |q| q.push(placed(vec![0.0, 0.0, 0.0, 0.5]), 0, 1.0));
+        lines.with(1, |q| {
+            queue_placed(q, 1, placed(vec![0.5, 0.0, 0.0, 0.0]), 1.0)
+        });
+        lines.with(3, |q| {
+            queue_placed(q, 3, placed(vec![0.0, 0.0, 0.0, 0.5]), 1.0)
+        });
         s.push(Tile::job(1), &sleepers);
         let mut round = GraphRound::default();
         match s.pop_step(1, 2, 0.0, &sleepers, &mut round, None, &lines) {
@@ -937,7 +936,7 @@ mod tests {
                     vec![Some(1.0), Some(1.0), Some(1.0), Some(0.5)],
                     vec![0.0, 4.0, 4.0, 4.0],
                 );
-                lines.with(0, |q| q.push(p, 0, 1.0));
+                lines.with(0, |q| queue_placed(q, 0, p, 1.0));
             }
             (s, lines, sleepers)
         };
@@ -962,7 +961,7 @@ mod tests {
         let (mut s, lines, sleepers) = setup();
         for w in [1, 2] {
             let p = Placed::new(Tile::job(80 + w), 0, vec![Some(1.0); 4], vec![0.5; 4]);
-            lines.with(w, |q| q.push(p, 0, 1.0));
+            lines.with(w, |q| queue_placed(q, w, p, 1.0));
         }
         s.push(Tile::job(1), &sleepers);
         assert_eq!(pop(&mut s, &lines, &sleepers), None);
@@ -1022,7 +1021,7 @@ mod tests {
                     vec![0.0, 0.0, cpu_transfer_s],
                 );
                 p.latest_start_s = latest_start_s;
-                lines.with(0, |q| q.push(p, 0, 1.0));
+                lines.with(0, |q| queue_placed(q, 0, p, 1.0));
             }
             let mut round = GraphRound::default();
             match s.pop_step(thief, 0, 0.0, &sleepers, &mut round, None, &lines) {

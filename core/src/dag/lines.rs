@@ -48,6 +48,19 @@ impl<T> Placed<T> {
 /// One worker's line.
 pub type Line<T> = WorkerQueue<Placed<T>>;
 
+/// Queues `placed` on `worker`'s line, marked when a transfer to `worker`
+/// was predicted for it (data on its way there: [`data_coming`]).
+pub fn queue_placed<T>(line: &mut Line<T>, worker: usize, placed: Placed<T>, est_s: f64) {
+    let coming = placed.transfer_s.get(worker).is_some_and(|&t| t > 0.0);
+    let priority = placed.priority;
+    line.push_marked(placed, priority, est_s, coming);
+}
+
+/// Whether a task queued on `line` by [`queue_placed`] waits for data.
+pub fn data_coming<T>(line: &Line<T>) -> bool {
+    line.holds_marked()
+}
+
 /// `thief` (idle at `now`) takes, from the line among `victims` with the
 /// latest expected end that has one, the first task it would finish
 /// earlier than that line's worker: its transfer (the placement's

@@ -428,7 +428,7 @@ impl TaskRef<'_> {
 /// none of them can have completed (a task completes after all its
 /// predecessors, and the roots are held).
 pub struct GraphBelow<'a> {
-    known: std::collections::HashSet<usize>,
+    known: rustc_hash::FxHashSet<usize>,
     _held: PhantomData<&'a [Task]>,
 }
 
@@ -484,10 +484,17 @@ impl<'a> GraphBelow<'a> {
 unsafe fn scheduled_successors(raw: NonNull<sys::starpu_task>) -> Vec<usize> {
     // StarPU fills at most the room given and returns how many it filled
     // (not how many there are): a full array is asked again with twice the
-    // room.
-    let mut out = vec![std::ptr::null_mut::<sys::starpu_task>(); 16];
-    loop {
-        let room = out.len();
+    // room. The first ask uses an array on the stack (most tasks have few
+    // successors).
+    let mut first = [std::ptr::null_mut::<sys::starpu_task>(); 16];
+    let mut more: Vec<*mut sys::starpu_task> = Vec::new();
+    let mut room = first.len();
+    let got = loop {
+        let out = if more.is_empty() {
+            &mut first[..]
+        } else {
+            &mut more[..]
+        };
         // SAFETY: `raw` is live (the caller's contract); StarPU only reads
         // its successor list under its own lock and never calls back into
         // the policy; `out` has room for `room` pointers.
@@ -496,17 +503,17 @@ unsafe fn scheduled_successors(raw: NonNull<sys::starpu_task>) -> Vec<usize> {
         };
         let got = got.clamp(0, room as i32) as usize;
         if got < room || room >= 1 << 16 {
-            out.truncate(got);
-            break;
+            break &out[..got];
         }
-        out = vec![std::ptr::null_mut(); room * 2];
-    }
+        room *= 2;
+        more = vec![std::ptr::null_mut(); room];
+    };
     // SAFETY: `raw` and each non-null successor are live tasks (the
     // caller's contract); only their context field is read.
     let ctx_of = |p: NonNull<sys::starpu_task>| unsafe { TaskRef::from_raw(p) }.sched_ctx();
     let ctx = ctx_of(raw);
-    out.into_iter()
-        .filter_map(NonNull::new)
+    got.iter()
+        .filter_map(|&p| NonNull::new(p))
         .filter(|&p| ctx_of(p) == ctx)
         .map(|p| p.as_ptr() as usize)
         .collect()
