@@ -246,11 +246,9 @@ impl<I> WorkerQueue<I> {
             _ => self.by_priority.insert(b, (priority, est_s, 1)),
         }
         self.marked += usize::from(marked);
-        let at = self
-            .items
-            .iter()
-            .rposition(|e| e.priority >= priority)
-            .map_or(0, |i| i + 1);
+        // After every task of higher or equal priority (the queue is
+        // ordered by priority: a binary search).
+        let at = self.items.partition_point(|e| e.priority >= priority);
         self.items.insert(
             at,
             Entry {

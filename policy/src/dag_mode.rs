@@ -85,6 +85,7 @@ use crate::catalog::PolicyInfo;
 use crate::gauges::Gauges;
 use crate::locked_lines::LockedLines;
 use crate::model_file::Persisted;
+use crate::padded::CachePadded;
 use crate::starpu::{
     GraphBelow, Popped, SchedCtx, SchedPolicy, Task, TaskRef, WorkerId, drivers_block, now_us,
     prefetch_useful, relaxed_lock,
@@ -139,9 +140,7 @@ pub struct DagPolicy {
     lines: LockedLines<Placed<Task>>,
     /// [`GraphSched::placing_due`] as of the last release of `state`: a
     /// pop tries its own line alone only when it is false.
-    due: AtomicBool,
-    /// Pops served by the worker's own line alone (for the summary).
-    own_line_pops: AtomicU64,
+    due: CachePadded<AtomicBool>,
     /// Placed tasks the prefetch horizon kept from being prefetched at
     /// placement (for the summary).
     prefetches_held: AtomicU64,
@@ -410,8 +409,7 @@ impl SchedPolicy for DagPolicy {
             method,
             state: Mutex::new(sched),
             lines: LockedLines::new(n),
-            due: AtomicBool::new(false),
-            own_line_pops: AtomicU64::new(0),
+            due: CachePadded(AtomicBool::new(false)),
             prefetches_held: AtomicU64::new(0),
             cpu_offloads: AtomicU64::new(0),
             models: Mutex::new({
@@ -504,7 +502,7 @@ impl SchedPolicy for DagPolicy {
                 .flatten();
             self.g.held.stop(t0);
             if let Some((task, before, cpu)) = own {
-                self.own_line_pops.fetch_add(1, Ordering::Relaxed);
+                self.g.own_line_pops.add(1);
                 if before >= self.caps[usize::from(cpu)].load(Ordering::Acquire) {
                     // A full line made room: tasks held for it are placed
                     // again (under `state`, after the line's lock).
@@ -623,7 +621,7 @@ impl SchedPolicy for DagPolicy {
             refits: relaxed_lock(&self.models).graph.book.refits(),
             solve_s: self.g.work.seconds(),
             lock_held_s: self.g.held.held_s(),
-            own_line_pops: self.own_line_pops.load(Ordering::Relaxed),
+            own_line_pops: self.g.own_line_pops.get(),
             prefetches_held: self.prefetches_held.load(Ordering::Relaxed),
             cpu_offloads: self.cpu_offloads.load(Ordering::Relaxed),
         }

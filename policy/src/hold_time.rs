@@ -1,7 +1,9 @@
-//! How long a policy holds its push/pop lock, measured only when
-//! `PLB_SUMMARY` asks for it (two reads of StarPU's clock per critical
-//! section), reported as `lock_us` in the summary line; and how long it
-//! spends fitting and placing ([`WorkTimer`], `solve_us`).
+//! How long a policy holds its push/pop lock, reported as `lock_us` in the
+//! summary line; how long it spends fitting and placing ([`WorkTimer`],
+//! `solve_us`); and counts for the summary ([`SummaryCount`]). All are
+//! kept only when `PLB_SUMMARY` asks for them: two reads of StarPU's clock
+//! per critical section or placement, and a counter every worker bumps
+//! (its cache line passed from worker to worker), per task.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -44,22 +46,65 @@ impl HoldTimer {
 }
 
 /// Accumulates the time spent on model work (fits, balancer consults,
-/// batch placements), always measured (the work is rare and long).
+/// batch placements: once per task for the task-graph policies).
 #[derive(Debug, Default)]
-pub struct WorkTimer(AtomicU64);
+pub struct WorkTimer {
+    enabled: bool,
+    ns: AtomicU64,
+}
 
 impl WorkTimer {
-    /// Runs `f`, adding the time it took.
+    /// A timer, on when `PLB_SUMMARY` is set.
+    pub fn from_env() -> WorkTimer {
+        WorkTimer {
+            enabled: crate::stats::summary_requested(),
+            ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs `f`, adding the time it took when on.
     pub fn time<R>(&self, f: impl FnOnce() -> R) -> R {
+        if !self.enabled {
+            return f();
+        }
         let began = now_us();
         let out = f();
         let ns = ((now_us() - began).max(0.0) * 1e3) as u64;
-        self.0.fetch_add(ns, Ordering::Relaxed);
+        self.ns.fetch_add(ns, Ordering::Relaxed);
         out
     }
 
-    /// Seconds spent so far.
+    /// Seconds spent so far (0 when not measured).
     pub fn seconds(&self) -> f64 {
-        self.0.load(Ordering::Relaxed) as f64 / 1e9
+        self.ns.load(Ordering::Relaxed) as f64 / 1e9
+    }
+}
+
+/// A count for the summary, kept only when `PLB_SUMMARY` is set.
+#[derive(Debug, Default)]
+pub struct SummaryCount {
+    enabled: bool,
+    n: AtomicU64,
+}
+
+impl SummaryCount {
+    /// A count, on when `PLB_SUMMARY` is set.
+    pub fn from_env() -> SummaryCount {
+        SummaryCount {
+            enabled: crate::stats::summary_requested(),
+            n: AtomicU64::new(0),
+        }
+    }
+
+    /// Adds `n` when on.
+    pub fn add(&self, n: u64) {
+        if self.enabled {
+            self.n.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// The count so far (0 when not kept).
+    pub fn get(&self) -> u64 {
+        self.n.load(Ordering::Relaxed)
     }
 }

@@ -38,6 +38,7 @@ pub mod graph_record;
 pub mod hold_time;
 pub mod locked_lines;
 pub mod model_file;
+pub mod padded;
 pub mod starpu;
 pub mod stats;
 pub mod task_mode;

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::padded::CachePadded;
 use crate::starpu::relaxed_lock;
 
 /// What one worker did in a context.
@@ -17,9 +18,12 @@ struct WorkerCounters {
     units: AtomicU64,
 }
 
-/// Counters of one scheduling context, updated from StarPU's threads.
+/// Counters of one scheduling context, updated from StarPU's threads
+/// when counting (for the summary: otherwise every task would bump
+/// counters shared by all threads).
 #[derive(Debug)]
 pub struct ContextStats {
+    counting: bool,
     pushed: AtomicU64,
     popped: AtomicU64,
     executed: AtomicU64,
@@ -31,7 +35,7 @@ pub struct ContextStats {
 
 impl Default for ContextStats {
     fn default() -> Self {
-        ContextStats::new(0, 0.0)
+        ContextStats::new(0, 0.0, true)
     }
 }
 
@@ -57,8 +61,10 @@ pub struct ModelFigures {
 impl ContextStats {
     /// Counters for worker ids `0..max_workers` (others are not broken
     /// down), for a context started at `started_us` (StarPU's clock).
-    pub fn new(max_workers: usize, started_us: f64) -> ContextStats {
+    /// The `note_*` calls count nothing unless `counting`.
+    pub fn new(max_workers: usize, started_us: f64, counting: bool) -> ContextStats {
         ContextStats {
+            counting,
             pushed: AtomicU64::new(0),
             popped: AtomicU64::new(0),
             executed: AtomicU64::new(0),
@@ -72,23 +78,32 @@ impl ContextStats {
 
     /// A task entered the policy through `push_task`.
     pub fn note_pushed(&self) {
+        if !self.counting {
+            return;
+        }
         self.pushed.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A worker took a task from the policy through `pop_task`.
     pub fn note_popped(&self) {
+        if !self.counting {
+            return;
+        }
         self.popped.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A task finished (`post_exec_hook`).
     pub fn note_executed(&self) {
+        if !self.counting {
+            return;
+        }
         self.executed.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Worker `worker` ran a task of `units` work units for `busy_s`
     /// seconds (units 0 when not measured).
     pub fn note_run(&self, worker: usize, busy_s: f64, units: f64) {
-        let Some(w) = self.per_worker.get(worker) else {
+        let Some(w) = self.per_worker.get(worker).filter(|_| self.counting) else {
             return;
         };
         if busy_s.is_finite() && busy_s > 0.0 {
@@ -201,21 +216,45 @@ impl ContextStats {
     }
 }
 
-/// Start times of the tasks executing in a context, keyed by task (its
-/// address), so that a worker with several tasks in flight (pipelined CUDA
-/// or OpenCL workers) gets each task's own start. Bounded: StarPU skips
-/// `post_exec` for its internal tasks, whose entries would otherwise stay;
-/// when [`StartTimes::CAP`] entries are held, the older half is dropped.
-#[derive(Debug, Default)]
-pub struct StartTimes(Mutex<HashMap<usize, f64>>);
+/// Times of the tasks in a context, keyed by task (its address), so that a
+/// worker with several tasks in flight (pipelined CUDA or OpenCL workers)
+/// gets each task's own start. Kept in shards, each behind its own lock
+/// on its own cache lines: a caller that knows the thread that will ask
+/// (a task's start and end are both seen by the worker that runs it)
+/// names that thread's shard, and threads do not contend. Bounded: StarPU
+/// skips `post_exec` for its internal tasks, whose entries would otherwise
+/// stay; when [`StartTimes::CAP`] entries are held in a shard, its older
+/// half is dropped.
+#[derive(Debug)]
+pub struct StartTimes(Box<[CachePadded<Shard>]>);
+
+/// One shard of [`StartTimes`]: time by task.
+type Shard = Mutex<HashMap<usize, f64>>;
+
+impl Default for StartTimes {
+    fn default() -> Self {
+        StartTimes::sharded(1)
+    }
+}
 
 impl StartTimes {
-    /// Entries held at most (far above the tasks in flight at once).
+    /// Entries held at most per shard (far above the tasks in flight at
+    /// once).
     pub const CAP: usize = 4096;
 
-    /// Task `task` started at `at_us`.
-    pub fn start(&self, task: usize, at_us: f64) {
-        let mut map = relaxed_lock(&self.0);
+    /// Times in `shards` shards (at least one); a shard index beyond them
+    /// wraps around.
+    pub fn sharded(shards: usize) -> StartTimes {
+        StartTimes((0..shards.max(1)).map(|_| CachePadded::default()).collect())
+    }
+
+    fn shard(&self, shard: usize) -> &Shard {
+        &self.0[shard % self.0.len()]
+    }
+
+    /// Task `task` started at `at_us`, noted in `shard`.
+    pub fn start(&self, shard: usize, task: usize, at_us: f64) {
+        let mut map = relaxed_lock(self.shard(shard));
         if map.len() >= Self::CAP && !map.contains_key(&task) {
             let mut times: Vec<f64> = map.values().copied().collect();
             let mid = times.len() / 2;
@@ -226,14 +265,15 @@ impl StartTimes {
         map.insert(task, at_us);
     }
 
-    /// Task `task` finished: its start time, if recorded (and still held).
-    pub fn finish(&self, task: usize) -> Option<f64> {
-        relaxed_lock(&self.0).remove(&task)
+    /// Task `task` finished: its start time, if recorded in `shard` (and
+    /// still held).
+    pub fn finish(&self, shard: usize, task: usize) -> Option<f64> {
+        relaxed_lock(self.shard(shard)).remove(&task)
     }
 
     /// Entries held.
     pub fn len(&self) -> usize {
-        relaxed_lock(&self.0).len()
+        self.0.iter().map(|s| relaxed_lock(s).len()).sum()
     }
 
     /// Whether no entry is held.
@@ -271,7 +311,7 @@ mod tests {
 
     #[test]
     fn summary_reports_counts_workers_and_busy_time() {
-        let s = ContextStats::new(4, 0.0);
+        let s = ContextStats::new(4, 0.0, true);
         for _ in 0..3 {
             s.note_pushed();
         }
@@ -314,8 +354,22 @@ mod tests {
     }
 
     #[test]
+    fn a_context_not_counting_counts_nothing() {
+        let s = ContextStats::new(2, 0.0, false);
+        s.note_workers([0, 1]);
+        s.note_pushed();
+        s.note_popped();
+        s.note_executed();
+        s.note_run(1, 0.5, 100.0);
+        assert_eq!((s.pushed(), s.executed()), (0, 0));
+        let lines = s.summary_lines_at("greedy", 0, 0, ModelFigures::default(), 1.0);
+        assert!(lines[0].contains(" popped=0 "), "{lines:?}");
+        assert!(lines[2].ends_with("tasks=0 units=0"), "{lines:?}");
+    }
+
+    #[test]
     fn a_context_without_tasks_says_so_in_words() {
-        let s = ContextStats::new(2, 0.0);
+        let s = ContextStats::new(2, 0.0, true);
         s.note_workers([0, 1]);
         let lines = s.summary_lines_at("plb-hac", 0, 0, ModelFigures::default(), 0.5);
         assert!(lines[0].starts_with("plb: policy=plb-hac ctx=0 tasks=0 executed=0 "));
@@ -335,23 +389,26 @@ mod tests {
 
     #[test]
     fn start_times_are_per_task_and_bounded() {
-        let t = StartTimes::default();
+        let t = StartTimes::sharded(2);
         // Two tasks in flight on one worker: each keeps its own start.
-        t.start(0x1000, 10.0);
-        t.start(0x2000, 15.0);
-        assert_eq!(t.finish(0x1000), Some(10.0));
-        assert_eq!(t.finish(0x2000), Some(15.0));
-        assert_eq!(t.finish(0x2000), None);
+        t.start(1, 0x1000, 10.0);
+        t.start(1, 0x2000, 15.0);
+        // A shard holds its own: the same task in another shard is apart.
+        t.start(0, 0x1000, 20.0);
+        assert_eq!(t.finish(1, 0x1000), Some(10.0));
+        assert_eq!(t.finish(1, 0x2000), Some(15.0));
+        assert_eq!(t.finish(1, 0x2000), None);
+        assert_eq!(t.finish(2, 0x1000), Some(20.0), "shard 2 wraps to 0");
         assert!(t.is_empty());
-        // Tasks whose post_exec never comes: the table stays bounded and
+        // Tasks whose post_exec never comes: each shard stays bounded and
         // keeps the newest starts.
         for i in 0..3 * StartTimes::CAP {
-            t.start(i, i as f64);
+            t.start(0, i, i as f64);
         }
         assert!(t.len() <= StartTimes::CAP, "{}", t.len());
         let last = 3 * StartTimes::CAP - 1;
-        assert_eq!(t.finish(last), Some(last as f64));
-        assert_eq!(t.finish(0), None);
+        assert_eq!(t.finish(0, last), Some(last as f64));
+        assert_eq!(t.finish(0, 0), None);
     }
 
     /// Records every `write` call it gets.

@@ -181,8 +181,6 @@ pub struct TaskModePolicy {
     lines: Lines,
     /// [`Scheduler::own_queue_first`] as of the last release of `state`.
     own_first: AtomicBool,
-    /// Pops served by the worker's own queue alone.
-    own_line_pops: AtomicU64,
     /// Per worker (the one that popped the task runs it): its tasks in
     /// flight and its measured samples not yet recorded. Each is taken
     /// alone, by that worker's threads and by pops that flush it.
@@ -411,7 +409,6 @@ impl SchedPolicy for TaskModePolicy {
             }),
             lines,
             own_first: AtomicBool::new(false),
-            own_line_pops: AtomicU64::new(0),
             mailboxes: (0..n).map(|_| Mutex::new(Mailbox::default())).collect(),
             pending: (0..n).map(|_| MailboxFlag::default()).collect(),
             models_open: AtomicBool::new(false),
@@ -535,7 +532,7 @@ impl SchedPolicy for TaskModePolicy {
                 .flatten();
             self.g.held.stop(t0);
             if let Some(t) = own {
-                self.own_line_pops.fetch_add(1, Ordering::Relaxed);
+                self.g.own_line_pops.add(1);
                 // Counted here: the scheduler's counters see only its steps.
                 COUNTERS[2].fetch_add(1, Ordering::Relaxed);
                 return Popped {
@@ -615,7 +612,7 @@ impl SchedPolicy for TaskModePolicy {
             refits: relaxed_lock(&self.state).book.refits(),
             solve_s: self.g.work.seconds(),
             lock_held_s: self.g.held.held_s(),
-            own_line_pops: self.own_line_pops.load(Ordering::Relaxed),
+            own_line_pops: self.g.own_line_pops.get(),
             prefetches_held: 0,
             cpu_offloads: 0,
         }

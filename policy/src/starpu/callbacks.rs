@@ -74,8 +74,10 @@ pub(crate) unsafe extern "C" fn init_sched<P: SchedPolicy>(ctx: c_uint) {
         let trace = crate::trace::current();
         let instance = Box::new(Instance {
             policy: P::new(SchedCtx(ctx), info),
-            stats: ContextStats::new(WorkerId::max_workers(), now_us()),
-            starts: StartTimes::default(),
+            stats: ContextStats::new(WorkerId::max_workers(), now_us(), summary_requested()),
+            // One shard per worker: a task's start and end are noted by
+            // the worker running it.
+            starts: StartTimes::sharded(WorkerId::max_workers()),
             observe: trace.is_some() || summary_requested(),
             trace,
             graph: crate::graph_record::current(),
@@ -158,7 +160,7 @@ pub(crate) unsafe extern "C" fn push_task<P: SchedPolicy>(task: *mut sys::starpu
             Some(inst) => {
                 inst.stats.note_pushed();
                 if inst.graph.is_some() {
-                    inst.pushed.start(token.addr(), now_us());
+                    inst.pushed.start(0, token.addr(), now_us());
                 }
                 Ok(inst.policy.push(ctx, token))
             }
@@ -211,7 +213,8 @@ pub(crate) unsafe extern "C" fn pre_exec_hook<P: SchedPolicy>(
         };
         // SAFETY: StarPU routes this context to this policy.
         if let Some(inst) = unsafe { instance::<P>(ctx) } {
-            inst.starts.start(raw.as_ptr() as usize, now_us());
+            inst.starts
+                .start(worker.index(), raw.as_ptr() as usize, now_us());
             // SAFETY: a live task for the hook's duration.
             let task = unsafe { TaskRef::from_raw(raw) };
             inst.policy.pre_exec(SchedCtx(ctx), task, worker);
@@ -233,10 +236,10 @@ pub(crate) unsafe extern "C" fn post_exec_hook<P: SchedPolicy>(
         let Some(raw) = NonNull::new(task) else {
             return Vec::new();
         };
-        let start = inst.starts.finish(raw.as_ptr() as usize);
         let Some(worker) = WorkerId::current() else {
             return Vec::new();
         };
+        let start = inst.starts.finish(worker.index(), raw.as_ptr() as usize);
         // SAFETY: the task is live for the hook's duration.
         let task = unsafe { TaskRef::from_raw(raw) };
         let busy_s = start.map_or(0.0, |s| ((end - s) / 1e6).max(0.0));
@@ -257,7 +260,7 @@ pub(crate) unsafe extern "C" fn post_exec_hook<P: SchedPolicy>(
         }
         if let (Some(file), Some(s)) = (inst.graph, start) {
             let members = SchedCtx(ctx).workers();
-            let pushed = inst.pushed.finish(raw.as_ptr() as usize);
+            let pushed = inst.pushed.finish(0, raw.as_ptr() as usize);
             crate::graph_record::record(
                 file,
                 task,
