@@ -307,6 +307,11 @@ impl DagPolicy {
             Some(d) => ranks.forget(&d),
             None => *ranks = UpwardRanks::default(),
         }
+        // Most batches' tasks were ranked by an earlier walk: no walk then.
+        let known: Option<Vec<f64>> = batch.tasks.iter().map(|t| ranks.rank(t.addr())).collect();
+        if let Some(known) = known {
+            return known;
+        }
         let mut graph = GraphBelow::of(&batch.tasks);
         let roots: Vec<usize> = batch.tasks.iter().map(Task::addr).collect();
         let found = ranks.unranked(&roots, RANKS_CAP, |id| graph.successors(id));
