@@ -183,9 +183,13 @@ fn run_once(
     let mut cmd = Process::new(prog);
     cmd.args(&app.args).stdin(Stdio::null());
     clear_starpu_settings(&mut cmd);
+    // One BLAS thread per task, as StarPU expects of its CPU workers:
+    // OpenBLAS's own threads would otherwise compete with the workers for
+    // the cores (scripts/overhead.sh measured 10x on small Cholesky tiles).
     cmd.env("STARPU_HOME", home)
         .env("STARPU_SILENT", "1")
-        .env("STARPU_SCHED", policy);
+        .env("STARPU_SCHED", policy)
+        .env("OPENBLAS_NUM_THREADS", "1");
     for (k, v) in &cfg.env {
         cmd.env(k, v);
     }

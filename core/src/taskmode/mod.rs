@@ -614,7 +614,10 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
         }
         let workers = &self.workers;
         let order = VictimOrder::LongestQueue;
-        let victims = 0..self.queues.len();
+        // Only workers ever added can hold queued tasks (tasks join queues
+        // only through this scheduler's calls, for its workers): the ids
+        // `kinds` covers, not every queue (StarPU's maximum, 80 or more).
+        let victims = 0..self.kinds.len().min(self.queues.len());
         let stolen = steal(
             &self.queues,
             victims,
