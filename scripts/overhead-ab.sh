@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two builds of our library against each other, run by run: the two figures
 # of scripts/overhead.sh (tasks_overhead -i 20000, µs per task; and
-# cholesky_implicit -size 960 -nblocks 24, ms), STARPU_NCPU = 2, 4 and 8,
+# cholesky_implicit -size 40B -nblocks B, ms; B = OVERHEAD_NBLOCKS, 24 by
+# default: 2600 tasks), STARPU_NCPU = 2, 4 and 8,
 # each policy given, A and B alternating in every repetition after one
 # uncounted run of each (our models learned, kept in one private
 # STARPU_HOME). Real runs on this machine's CPU workers, StarPU 1.4.10's
@@ -23,6 +24,8 @@ reps="${3:-7}"
 IFS=, read -r -a policies <<<"${4:-plb-heft,dada}"
 csv="${5:-target/overhead-ab.csv}"
 case "$reps" in '' | *[!0-9]*) echo "overhead-ab: repetitions must be a number" >&2; exit 2 ;; esac
+nblocks="${OVERHEAD_NBLOCKS:-24}"
+case "$nblocks" in '' | *[!0-9]* | 0 | 1) echo "overhead-ab: OVERHEAD_NBLOCKS must be an integer >= 2" >&2; exit 2 ;; esac
 # shellcheck source=scripts/lib/starpu14.sh
 source scripts/lib/starpu14.sh
 prefix="$(starpu14_prefix native)"
@@ -34,7 +37,7 @@ trap 'rm -rf "$home"' EXIT
 # one FIGURE POLICY NCPU LIB: the figure's value.
 one() {
   local fig="$1" p="$2" ncpu="$3" lib="$4" cmd
-  if [ "$fig" = tasks ]; then cmd=("$examples/tasks_overhead" -i 20000); else cmd=("$examples/cholesky_implicit" -size 960 -nblocks 24); fi
+  if [ "$fig" = tasks ]; then cmd=("$examples/tasks_overhead" -i 20000); else cmd=("$examples/cholesky_implicit" -size $((40 * nblocks)) -nblocks "$nblocks"); fi
   env -u PLB_EMULATE -u LD_PRELOAD -u PLB_SUMMARY STARPU_HOME="$home" STARPU_NCPU="$ncpu" STARPU_NOPENCL=0 \
     STARPU_NCUDA=0 STARPU_SCHED="$p" STARPU_SCHED_LIB="$lib" \
     LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OPENBLAS_NUM_THREADS=1 "${cmd[@]}" 2>&1 |

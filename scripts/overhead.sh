@@ -8,7 +8,9 @@
 # lock-contention figure):
 #  1. tasks_overhead -i TASKS (empty tasks): median "Per task" µs
 #     (submission + execution);
-#  2. cholesky_implicit -size S -nblocks 24 (a task graph of 2600 small
+#  2. cholesky_implicit -size S -nblocks B (a task graph of small tasks,
+#     tiles of 40: B = 24 by default, 2600 tasks; OVERHEAD_NBLOCKS=40 gives
+#     11480;
 #     tasks of four codelets): median wall time, ms.
 # Every (figure, workers) first runs each policy once, uncounted: StarPU's
 # model-based policies calibrate their history models and ours learn theirs
@@ -59,9 +61,17 @@ if [ -n "${4:-}" ]; then
   for p in "${ours[@]}"; do [[ " ${policies[*]} " == *" $p "* ]] && chosen+=("$p"); done
   ours=("${chosen[@]}")
 fi
-# Cholesky: 24x24 tiles of 40 (2600 tasks); smaller with few tasks (CI).
-chol_size=960
-[ "$tasks" -ge 10000 ] || chol_size=480
+# Cholesky: BxB tiles of 40 (B = 24: 2600 tasks); tiles of 20 with few
+# tasks (CI).
+nblocks="${OVERHEAD_NBLOCKS:-24}"
+case "$nblocks" in '' | *[!0-9]* | 0 | 1)
+  echo "overhead: OVERHEAD_NBLOCKS must be an integer >= 2" >&2
+  exit 2
+  ;;
+esac
+chol_tasks=$((nblocks * (nblocks + 1) * (nblocks + 2) / 6))
+chol_size=$((40 * nblocks))
+[ "$tasks" -ge 10000 ] || chol_size=$((20 * nblocks))
 home="$(mktemp -d)"
 out="$(mktemp)"
 trap 'rm -rf "$home" "$out"' EXIT
@@ -134,13 +144,13 @@ report() {
 echo "overhead: $reps interleaved repetitions; real runs on this machine ($(nproc) cores), no emulation; StarPU 1.4.10"
 for workers in 2 4 8; do
   figure tasks "$workers" "$examples/tasks_overhead" -i "$tasks"
-  figure chol "$workers" "$examples/cholesky_implicit" -size "$chol_size" -nblocks 24
+  figure chol "$workers" "$examples/cholesky_implicit" -size "$chol_size" -nblocks "$nblocks"
 done
 for workers in 2 4 8; do
   report tasks "$workers" "1. tasks_overhead -i $tasks (empty tasks)" "µs/task"
 done
 for workers in 2 4 8; do
-  report chol "$workers" "2. cholesky_implicit -size $chol_size -nblocks 24 (2600 small tasks)" "ms"
+  report chol "$workers" "2. cholesky_implicit -size $chol_size -nblocks $nblocks ($chol_tasks small tasks)" "ms"
 done
 echo
 echo "written: $csv"
