@@ -148,7 +148,7 @@ pub struct DagPolicy {
     cpu_offloads: AtomicU64,
     models: Mutex<Models>,
     /// The upward ranks found so far (taken by the placing worker only).
-    ranks: Mutex<UpwardRanks>,
+    ranks: Mutex<Ranked>,
     /// Tasks completed since the last placement, whose ranks are dropped
     /// (`None`: more than [`RANKS_CAP`], every rank is).
     done: Mutex<Option<Vec<usize>>>,
@@ -169,6 +169,14 @@ pub struct DagPolicy {
     /// theirs in `lines`), members, idle flags, timers (batch placements
     /// and refits).
     g: Gauges,
+}
+
+/// The upward ranks, and a spare list for the tasks completed between two
+/// placements (see [`DagPolicy::upward_ranks`]).
+#[derive(Default)]
+struct Ranked {
+    ranks: UpwardRanks,
+    spare: Vec<usize>,
 }
 
 /// A key for a saved codelet's name, apart from live codelet keys (the
@@ -301,10 +309,18 @@ impl DagPolicy {
     /// ranks' lock, which only the one placing worker takes), priced with
     /// our models' cheapest prediction (the models lock), and ranked.
     fn upward_ranks(&self, batch: &Batch<Task>) -> Vec<f64> {
-        let done = relaxed_lock(&self.done).replace(Vec::new());
-        let mut ranks = relaxed_lock(&self.ranks);
+        let mut ranked = relaxed_lock(&self.ranks);
+        // The completed tasks' list is swapped with the spare one (no
+        // allocation per placement once both have grown).
+        let spare = std::mem::take(&mut ranked.spare);
+        let done = relaxed_lock(&self.done).replace(spare);
+        let Ranked { ranks, spare } = &mut *ranked;
         match done {
-            Some(d) => ranks.forget(&d),
+            Some(mut d) => {
+                ranks.forget(&d);
+                d.clear();
+                *spare = d;
+            }
             None => *ranks = UpwardRanks::default(),
         }
         // Most batches' tasks were ranked by an earlier walk: no walk then.
@@ -422,7 +438,7 @@ impl SchedPolicy for DagPolicy {
                 models.graph.set_cpu_offload(tuning.cpu_offload);
                 models
             }),
-            ranks: Mutex::new(UpwardRanks::default()),
+            ranks: Mutex::new(Ranked::default()),
             done: Mutex::new(Some(Vec::new())),
             ranked: method == Method::Heft,
             starpu_models: tuning.starpu_models,

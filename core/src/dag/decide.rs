@@ -571,20 +571,22 @@ fn slowdown_in(
 /// batch (submitted, not ready yet) at the batch's mean prediction, spread
 /// over them (seconds from now; 0 when no member has a prediction).
 fn known_busy_s(cost: &[Vec<Option<f64>>], loads: &[f64], outstanding: usize) -> f64 {
-    let known: Vec<usize> = (0..loads.len())
-        .filter(|&m| cost.iter().any(|c| c.get(m).is_some_and(Option::is_some)))
-        .collect();
-    if known.is_empty() {
+    let known = |m: &usize| cost.iter().any(|c| c.get(*m).is_some_and(Option::is_some));
+    let known_n = (0..loads.len()).filter(known).count();
+    if known_n == 0 {
         return 0.0;
     }
-    let backlog: f64 = known.iter().map(|&m| loads[m].max(0.0)).sum();
-    let best: Vec<f64> = cost
-        .iter()
-        .filter_map(|c| c.iter().flatten().copied().min_by(f64::total_cmp))
-        .collect();
-    let work: f64 = best.iter().sum();
-    let to_come = outstanding.saturating_sub(cost.len()) as f64 * work / best.len() as f64;
-    (backlog + work + to_come) / known.len() as f64
+    let backlog: f64 = (0..loads.len())
+        .filter(known)
+        .map(|m| loads[m].max(0.0))
+        .sum();
+    let best = || {
+        cost.iter()
+            .filter_map(|c| c.iter().flatten().copied().min_by(f64::total_cmp))
+    };
+    let work: f64 = best().sum();
+    let to_come = outstanding.saturating_sub(cost.len()) as f64 * work / best().count() as f64;
+    (backlog + work + to_come) / known_n as f64
 }
 
 /// Places `batch` by `method` (no lock, no model access): tasks being
@@ -762,17 +764,22 @@ pub fn decide<T: GraphTask>(
     // Decisions refer to the batch's members; the lines index workers by
     // id (the steal rule reads the thief's entries).
     let width = members.iter().map(|m| m.id + 1).max().unwrap_or(0);
+    // Members numbered 0, 1, … in order: the predictions are indexed by
+    // id already.
+    let by_id = members.iter().enumerate().all(|(i, m)| m.id == i);
     let decisions = decisions
         .into_iter()
         .map(|(mut placed, m, est_s, slack_s)| {
-            let mut cost = vec![None; width];
-            let mut transfer = vec![0.0; width];
-            for (i, member) in members.iter().enumerate() {
-                cost[member.id] = placed.cost_s.get(i).copied().flatten();
-                transfer[member.id] = placed.transfer_s.get(i).copied().unwrap_or(0.0);
+            if !(by_id && placed.cost_s.len() == width && placed.transfer_s.len() == width) {
+                let mut cost = vec![None; width];
+                let mut transfer = vec![0.0; width];
+                for (i, member) in members.iter().enumerate() {
+                    cost[member.id] = placed.cost_s.get(i).copied().flatten();
+                    transfer[member.id] = placed.transfer_s.get(i).copied().unwrap_or(0.0);
+                }
+                placed.cost_s = cost;
+                placed.transfer_s = transfer;
             }
-            placed.cost_s = cost;
-            placed.transfer_s = transfer;
             Decision {
                 placed,
                 worker: members[m].id,

@@ -115,6 +115,9 @@ pub struct GraphSched<T> {
     /// Each member's line length when the last batch was taken (lines
     /// only shrink while a batch is placed).
     taken_lens: Vec<(usize, usize)>,
+    /// The members' glances as the last batch was taken (kept to reuse
+    /// its room).
+    glances: Vec<Glance>,
 }
 
 /// How many tasks a line may hold before placement waits for room: the
@@ -175,6 +178,7 @@ impl<T: GraphTask> GraphSched<T> {
             blocked: false,
             stirred: false,
             taken_lens: Vec::new(),
+            glances: Vec::new(),
         }
     }
 
@@ -357,11 +361,13 @@ impl<T: GraphTask> GraphSched<T> {
         }
         // Each line as its last holder left it, read once for the room,
         // the lengths kept and the batch's view.
-        let glances: Vec<Glance> = self
-            .members
-            .iter()
-            .map(|m| lines.glance(m.id).unwrap_or_default())
-            .collect();
+        let mut glances = std::mem::take(&mut self.glances);
+        glances.clear();
+        glances.extend(
+            self.members
+                .iter()
+                .map(|m| lines.glance(m.id).unwrap_or_default()),
+        );
         let window = self.windowed();
         let room: Vec<usize> = match window {
             None => Vec::new(),
@@ -383,12 +389,13 @@ impl<T: GraphTask> GraphSched<T> {
         }
         self.activating = true;
         self.stirred = false;
-        self.taken_lens = self
-            .members
-            .iter()
-            .zip(&glances)
-            .map(|(m, g)| (m.id, g.len))
-            .collect();
+        self.taken_lens.clear();
+        self.taken_lens.extend(
+            self.members
+                .iter()
+                .zip(&glances)
+                .map(|(m, g)| (m.id, g.len)),
+        );
         let tasks: Vec<T> = self.ready.take(n);
         self.rotate = self.rotate.wrapping_add(1);
         let k = self.members.len();
@@ -414,6 +421,7 @@ impl<T: GraphTask> GraphSched<T> {
             inbound.push(data_coming);
         }
         self.inbound_seen = inbound.iter().filter(|&&b| b).count();
+        self.glances = glances;
         Some(Batch {
             tasks,
             loads,

@@ -13,6 +13,10 @@ pub struct ReadyList<T> {
     by_priority: bool,
     /// Tasks per priority (all under 0 in arrival order).
     queues: BTreeMap<i32, VecDeque<T>>,
+    /// The last queue emptied, kept for the next priority to arrive (a
+    /// task at a time through an empty list would otherwise allocate a
+    /// queue per task).
+    spare: VecDeque<T>,
     len: usize,
 }
 
@@ -22,6 +26,7 @@ impl<T: GraphTask> ReadyList<T> {
         ReadyList {
             by_priority: false,
             queues: BTreeMap::new(),
+            spare: VecDeque::new(),
             len: 0,
         }
     }
@@ -53,15 +58,23 @@ impl<T: GraphTask> ReadyList<T> {
     /// Adds a task behind those of its priority.
     pub fn push_back(&mut self, task: T) {
         let k = self.key(&task);
-        self.queues.entry(k).or_default().push_back(task);
+        self.queue(k).push_back(task);
         self.len += 1;
+    }
+
+    /// The queue of key `k`, made from the spare one when new.
+    fn queue(&mut self, k: i32) -> &mut VecDeque<T> {
+        let spare = &mut self.spare;
+        self.queues
+            .entry(k)
+            .or_insert_with(|| std::mem::take(spare))
     }
 
     /// Adds a task ahead of those of its priority (one taken and given
     /// back keeps its turn).
     pub fn push_front(&mut self, task: T) {
         let k = self.key(&task);
-        self.queues.entry(k).or_default().push_front(task);
+        self.queue(k).push_front(task);
         self.len += 1;
     }
 
@@ -76,7 +89,7 @@ impl<T: GraphTask> ReadyList<T> {
             let k = (n - out.len()).min(q.len());
             out.extend(q.drain(..k));
             if q.is_empty() {
-                entry.remove();
+                self.spare = entry.remove();
             }
         }
         self.len -= out.len();
