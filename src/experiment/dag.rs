@@ -38,10 +38,17 @@ use starpu_plb::catalog;
 pub const DAG_EMULATION: &str = "0:speed=0.25";
 
 /// Policies compared by default (ours, then StarPU's).
-const DEFAULT_POLICIES: &str = "greedy,plb-hac,plb-heft,dada,dada-cp,eager,lws,dmda,dmdas,dmdar";
+const DEFAULT_POLICIES: &str = "greedy,plb-hac,plb-heft,dada,dada-cp,eager,lws,dmda,dmdas,dmdar,dmdasd,modular-heft,modular-heft-prio,heteroprio";
 
 /// StarPU's policies whose history models the calibration runs fill.
-const MODEL_BASED: [&str; 4] = ["dmda", "dmdas", "dmdar", "modular-heft"];
+const MODEL_BASED: [&str; 6] = [
+    "dmda",
+    "dmdas",
+    "dmdar",
+    "dmdasd",
+    "modular-heft",
+    "modular-heft-prio",
+];
 
 /// Options of `plb experiment dag`.
 #[derive(Args)]
