@@ -121,6 +121,9 @@ pub struct Decided<T> {
     /// Decisions HEFT's CPU offload sent to a CPU worker
     /// ([`super::offload`]).
     pub offloaded: usize,
+    /// The worker kinds (as in [`WorkerKind::ALL`]) with a member able to
+    /// run some task of the batch.
+    pub capable_kinds: [bool; WorkerKind::ALL.len()],
 }
 
 impl<T> Decided<T> {
@@ -132,6 +135,7 @@ impl<T> Decided<T> {
             deferred: Vec::new(),
             held: Vec::new(),
             offloaded: 0,
+            capable_kinds: [false; WorkerKind::ALL.len()],
         }
     }
 }
@@ -620,6 +624,16 @@ pub fn decide<T: GraphTask>(
         ranks,
         room,
     } = batch;
+    let mut capable_kinds = [false; WorkerKind::ALL.len()];
+    for f in &facts {
+        for (m, c) in members.iter().zip(&f.capable) {
+            if c.is_some()
+                && let Some(k) = WorkerKind::ALL.iter().position(|&k| k == m.kind)
+            {
+                capable_kinds[k] = true;
+            }
+        }
+    }
     // What is left to run, spread over every member: the outstanding
     // tasks at the mean area. A task's slack is that less its rank.
     let area_s = outstanding as f64 * costs.mean_area_s;
@@ -794,6 +808,7 @@ pub fn decide<T: GraphTask>(
         deferred,
         held,
         offloaded: placement.offloaded,
+        capable_kinds,
     }
 }
 
