@@ -365,7 +365,9 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                     let ms = match outcome {
                         Ok(ms) => ms,
                         Err(e) if catalog::find(p).is_none() => {
-                            eprintln!("  {label}: StarPU's {p} failed, left out of this table: {e}");
+                            eprintln!(
+                                "  {label}: StarPU's {p} failed, left out of this table: {e}"
+                            );
                             failed[i] = Some(e);
                             continue;
                         }

@@ -788,6 +788,20 @@ mod tests {
         }
     }
 
+    /// A scheduler with `window` for CPU worker 0 and CUDA worker 1.
+    fn cpu_and_gpu<T: GraphTask>(window: Window) -> (Sleepers, GraphSched<T>) {
+        let sleepers = Sleepers::new(2, true);
+        let mut s = GraphSched::new(2);
+        s.set_window(Some(window));
+        let cpu = Member {
+            id: 0,
+            kind: WorkerKind::Cpu,
+            node: 0,
+        };
+        s.add_workers(&[cpu, gpu_member(1)], &sleepers);
+        (sleepers, s)
+    }
+
     /// A task only CPU workers can run (the accelerator's worker has no
     /// implementation for it).
     struct CpuOnly(Tile);
@@ -824,18 +838,10 @@ mod tests {
     /// CPU's line and 60 on the accelerator's: 10 tasks ready, then one
     /// more after worker 0 took the task placed on its line.
     fn batch_sizes<T: GraphTask>(task: impl Fn(usize) -> T) -> (usize, usize) {
-        let sleepers = Sleepers::new(2, true);
-        let mut s: GraphSched<T> = GraphSched::new(2);
-        s.set_window(Some(Window {
+        let (sleepers, mut s) = cpu_and_gpu::<T>(Window {
             accelerator: 60,
             cpu: 1,
-        }));
-        let cpu = Member {
-            id: 0,
-            kind: WorkerKind::Cpu,
-            node: 0,
-        };
-        s.add_workers(&[cpu, gpu_member(1)], &sleepers);
+        });
         let lines: PlainQueues<Placed<T>> = PlainQueues::new(2);
         let mut models = GraphModels::default();
         // 1 s on the CPU, 10 s on the accelerator (where it can run).
@@ -880,18 +886,15 @@ mod tests {
     /// until that line makes room.
     #[test]
     fn tasks_wait_for_room_highest_priority_first() {
-        let sleepers = Sleepers::new(2, true);
-        let mut s = GraphSched::new(2);
-        s.set_window(Some(Window {
+        let (sleepers, mut s) = cpu_and_gpu(Window {
             accelerator: 1,
             cpu: 1,
-        }));
+        });
         let cpu = Member {
             id: 0,
             kind: WorkerKind::Cpu,
             node: 0,
         };
-        s.add_workers(&[cpu, gpu_member(1)], &sleepers);
         let lines: TileLines = PlainQueues::new(2);
         let mut models = GraphModels::default();
         // Codelet 1: 10 s on the CPU, 1 s on the GPU.
