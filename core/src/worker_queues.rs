@@ -652,8 +652,10 @@ mod tests {
                 3 => drop(q.pop(|&t| t % 2 == 0)),
                 4 => drop(q.take_first(|&t| (t % 5 == 0).then_some(()))),
                 5 => drop(q.steal_one(0.0, |&t, _| (t % 3 == 0).then_some(()))),
-                _ if step % 1000 == 999 => drop(q.take_all()),
                 _ => drop(q.pop(|_| false)),
+            }
+            if step % 1000 == 999 {
+                drop(q.take_all());
             }
             let (want, marked) = fresh(&q);
             assert_eq!(q.queued_by_priority(), want, "step {step}");
