@@ -391,14 +391,17 @@ impl<T: GraphTask> GraphSched<T> {
             // application's codelets was priced whole at every activation
             // and almost all of it held (REAL, 1 CPU + 1 OpenCL worker,
             // Debian's Cholesky: 47 ms of placements for 816 tasks).
-            let any_known = self.capable_kinds.iter().any(|&k| k);
-            let counts = |m: &Member| {
-                !any_known
-                    || WorkerKind::ALL
-                        .iter()
-                        .position(|&k| k == m.kind)
-                        .is_some_and(|k| self.capable_kinds[k])
+            // When no member is of such a kind (the workers that ran the
+            // tasks so far left), every line's room counts again: the
+            // batch must not wait for workers that are gone.
+            let capable = |m: &Member| {
+                WorkerKind::ALL
+                    .iter()
+                    .position(|&k| k == m.kind)
+                    .is_some_and(|k| self.capable_kinds[k])
             };
+            let any_capable = self.members.iter().any(capable);
+            let counts = |m: &Member| !any_capable || capable(m);
             let total: usize = self
                 .members
                 .iter()
@@ -878,6 +881,38 @@ mod tests {
         let (first, second) = batch_sizes(Tile::job);
         assert_eq!(first, 10);
         assert!(second > 1, "{second}");
+    }
+
+    /// The kinds that ran the tasks so far all left: every remaining
+    /// line's room sizes the batch (no wait for workers that are gone).
+    #[test]
+    fn batches_do_not_wait_for_kinds_that_left() {
+        let (sleepers, mut s) = cpu_and_gpu::<CpuOnly>(Window {
+            accelerator: 60,
+            cpu: 1,
+        });
+        let lines: PlainQueues<Placed<CpuOnly>> = PlainQueues::new(2);
+        let mut models = GraphModels::default();
+        models.book.record_now(0, 1, 1.0, 1.0);
+        (1..=3).for_each(|id| drop(s.push(CpuOnly(Tile::job(id)), &sleepers)));
+        // A first batch finds only the CPU able to run them.
+        let mut round = GraphRound::default();
+        let GraphStep::Place(batch, _) = s.pop_step(0, 0, 0.0, &sleepers, &mut round, None, &lines)
+        else {
+            panic!("a batch was due")
+        };
+        let facts = batch.facts();
+        let costs = models.costs(&batch, &facts);
+        let decided = decide(Method::Heft, *batch, facts, costs);
+        s.pop_step(0, 0, 0.0, &sleepers, &mut round, Some(decided), &lines);
+        // The CPU worker leaves; what it held returns to the ready list.
+        s.remove_workers(&[0], &lines, &sleepers);
+        (4..=5).for_each(|id| drop(s.push(CpuOnly(Tile::job(id)), &sleepers)));
+        let mut round = GraphRound::default();
+        match s.pop_step(1, 2, 0.0, &sleepers, &mut round, None, &lines) {
+            GraphStep::Place(batch, _) => assert!(batch.tasks.len() > 1),
+            _ => panic!("the accelerator's room was not counted"),
+        }
     }
 
     /// With a window, the ready tasks beyond the lines' room wait, highest
