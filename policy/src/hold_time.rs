@@ -47,7 +47,7 @@ impl HoldTimer {
 
 /// Accumulates the time spent on model work (fits, balancer consults,
 /// batch placements: once per task for the task-graph policies).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct WorkTimer {
     enabled: bool,
     ns: AtomicU64,
@@ -81,7 +81,7 @@ impl WorkTimer {
 }
 
 /// A count for the summary, kept only when `PLB_SUMMARY` is set.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SummaryCount {
     enabled: bool,
     n: AtomicU64,

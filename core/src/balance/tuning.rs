@@ -38,6 +38,16 @@ impl WorkerKind {
         WorkerKind::Other,
     ];
 
+    /// Its position in [`WorkerKind::ALL`] (for tables indexed by kind).
+    pub const fn index(self) -> usize {
+        match self {
+            WorkerKind::Cpu => 0,
+            WorkerKind::OpenCl => 1,
+            WorkerKind::Cuda => 2,
+            WorkerKind::Other => 3,
+        }
+    }
+
     /// The kind's stable lower-case name (`cpu`, `opencl`, `cuda`,
     /// `other`), as files and traces write it; independent of `Debug`.
     pub const fn name(self) -> &'static str {
@@ -565,6 +575,13 @@ impl Tuning {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kind_s_index_is_its_place_in_all() {
+        for (i, k) in WorkerKind::ALL.into_iter().enumerate() {
+            assert_eq!(k.index(), i, "{k:?}");
+        }
+    }
 
     fn with(vars: &[(&str, &str)]) -> Result<Tuning, TuningError> {
         let vars: Vec<(String, String)> = vars

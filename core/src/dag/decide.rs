@@ -401,8 +401,7 @@ impl GraphModels {
             Default::default();
         let kind_speed = &self.kind_speed;
         let slowdown = |kind: WorkerKind| {
-            let i = WorkerKind::ALL.iter().position(|&k| k == kind)?;
-            *slowdowns[i].get_or_init(|| slowdown_in(kind_speed, kind))
+            *slowdowns[kind.index()].get_or_init(|| slowdown_in(kind_speed, kind))
         };
         // Our predictions (`None` where a member cannot run the task).
         let ours: Vec<Vec<Option<f64>>> = batch
@@ -627,11 +626,7 @@ pub fn decide<T: GraphTask>(
     let mut capable_kinds = [false; WorkerKind::ALL.len()];
     for f in &facts {
         for (m, c) in members.iter().zip(&f.capable) {
-            if c.is_some()
-                && let Some(k) = WorkerKind::ALL.iter().position(|&k| k == m.kind)
-            {
-                capable_kinds[k] = true;
-            }
+            capable_kinds[m.kind.index()] |= c.is_some();
         }
     }
     // What is left to run, spread over every member: the outstanding

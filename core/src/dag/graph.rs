@@ -394,12 +394,7 @@ impl<T: GraphTask> GraphSched<T> {
             // When no member is of such a kind (the workers that ran the
             // tasks so far left), every line's room counts again: the
             // batch must not wait for workers that are gone.
-            let capable = |m: &Member| {
-                WorkerKind::ALL
-                    .iter()
-                    .position(|&k| k == m.kind)
-                    .is_some_and(|k| self.capable_kinds[k])
-            };
+            let capable = |m: &Member| self.capable_kinds[m.kind.index()];
             let any_capable = self.members.iter().any(capable);
             let counts = |m: &Member| !any_capable || capable(m);
             let total: usize = self
