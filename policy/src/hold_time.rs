@@ -74,6 +74,14 @@ impl WorkTimer {
         out
     }
 
+    /// Adds `seconds` measured by the caller, when on.
+    pub fn add_seconds(&self, seconds: f64) {
+        if self.enabled {
+            self.ns
+                .fetch_add((seconds.max(0.0) * 1e9) as u64, Ordering::Relaxed);
+        }
+    }
+
     /// Seconds spent so far (0 when not measured).
     pub fn seconds(&self) -> f64 {
         self.ns.load(Ordering::Relaxed) as f64 / 1e9

@@ -94,9 +94,9 @@ impl SchedTask for Task {
 
 /// Process-wide task-mode counters (atomics: updated from the pop path
 /// without another lock).
-static COUNTERS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+static COUNTERS: [AtomicU64; 9] = [const { AtomicU64::new(0) }; 9];
 
-fn counters_array(c: &TaskModeCounters) -> [u64; 7] {
+fn counters_array(c: &TaskModeCounters) -> [u64; 9] {
     [
         c.epochs,
         c.epoch_tasks,
@@ -105,7 +105,26 @@ fn counters_array(c: &TaskModeCounters) -> [u64; 7] {
         c.forced_completions,
         c.tail_steals,
         c.carried_epochs,
+        c.staged_tasks,
+        c.unbalanced_tasks,
     ]
+}
+
+/// The `PLB_SUMMARY` line of a context's task-mode counters.
+fn counters_line(c: &TaskModeCounters) -> String {
+    format!(
+        "plb:   task-mode epochs={} carried_epochs={} epoch_tasks={} fallback_tasks={} \
+         dissolved_tasks={} tail_steals={} forced_completions={} staged_tasks={} unbalanced_tasks={}",
+        c.epochs,
+        c.carried_epochs,
+        c.epoch_tasks,
+        c.fallback_tasks,
+        c.dissolved_tasks,
+        c.tail_steals,
+        c.forced_completions,
+        c.staged_tasks,
+        c.unbalanced_tasks
+    )
 }
 
 /// Process-wide task-mode counters (every context of every task-mode
@@ -120,6 +139,8 @@ pub fn task_mode_counters() -> TaskModeCounters {
         forced_completions: v[4],
         tail_steals: v[5],
         carried_epochs: v[6],
+        staged_tasks: v[7],
+        unbalanced_tasks: v[8],
     }
 }
 
@@ -246,7 +267,7 @@ impl TaskModePolicy {
     fn publish(st: &mut State) {
         let now = counters_array(&st.sched.counters());
         let done = counters_array(&st.published);
-        for i in 0..5 {
+        for i in 0..now.len() {
             if now[i] != done[i] {
                 COUNTERS[i].fetch_add(now[i] - done[i], Ordering::Relaxed);
             }
@@ -339,7 +360,13 @@ impl TaskModePolicy {
                 break done;
             }
             if let Some(c) = back.as_mut() {
-                self.g.work.time(|| c.run());
+                // Timed always (one consult per block, not per task): the
+                // scheduler weighs an epoch's consults against its work.
+                let began = now_s();
+                c.run();
+                let took = (now_s() - began).max(0.0);
+                c.took(took);
+                self.g.work.add_seconds(took);
             }
         };
         self.refit(jobs);
@@ -616,6 +643,10 @@ impl SchedPolicy for TaskModePolicy {
             prefetches_held: 0,
             cpu_offloads: 0,
         }
+    }
+
+    fn summary_detail(&self) -> Vec<String> {
+        vec![counters_line(&relaxed_lock(&self.state).sched.counters())]
     }
 
     fn drain(&self) -> Vec<Task> {

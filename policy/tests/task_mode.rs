@@ -140,6 +140,8 @@ fn delta(a: TaskModeCounters, b: TaskModeCounters) -> TaskModeCounters {
         forced_completions: b.forced_completions - a.forced_completions,
         tail_steals: b.tail_steals - a.tail_steals,
         carried_epochs: b.carried_epochs - a.carried_epochs,
+        staged_tasks: b.staged_tasks - a.staged_tasks,
+        unbalanced_tasks: b.unbalanced_tasks - a.unbalanced_tasks,
     }
 }
 

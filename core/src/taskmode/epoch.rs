@@ -169,6 +169,8 @@ pub struct Epoch<T> {
     longest_task_s: f64,
     dissolved: bool,
     stats: EpochStats,
+    /// Seconds its balancer's consults took ([`Epoch::charge_balancing`]).
+    balancing_s: f64,
 }
 
 impl<T> std::fmt::Debug for Epoch<T> {
@@ -273,6 +275,7 @@ impl<T> Epoch<T> {
             longest_task_s: 0.0,
             dissolved: false,
             stats: EpochStats::default(),
+            balancing_s: 0.0,
         })
     }
 
@@ -432,6 +435,36 @@ impl<T> Epoch<T> {
             Some(c) => Ask::Consult(c),
             None => Ask::Nothing,
         }
+    }
+
+    /// One of its consults took `seconds` of a worker's time.
+    pub fn charge_balancing(&mut self, seconds: f64) {
+        if seconds.is_finite() && seconds > 0.0 {
+            self.balancing_s += seconds;
+        }
+    }
+
+    /// Seconds its consults took per second its reported tasks ran
+    /// (`None` before any task ran for a measurable time).
+    pub fn balancing_share(&self) -> Option<f64> {
+        let work_s: f64 = self.pus.iter().map(|p| p.ran_s).sum();
+        (work_s > 0.0).then(|| self.balancing_s / work_s)
+    }
+
+    /// Whether its consults have already cost more than
+    /// [`super::RUNAWAY_FACTOR`] × [`super::MAX_BALANCING_SHARE`] of its
+    /// whole projected work: all its tasks at the mean time its reported
+    /// ones took (false before a report).
+    pub fn balancing_runs_away(&self) -> bool {
+        let (ran, ran_s) = self
+            .pus
+            .iter()
+            .fold((0usize, 0.0), |(n, s), p| (n + p.ran, s + p.ran_s));
+        if ran == 0 || ran_s <= 0.0 || self.dissolved {
+            return false;
+        }
+        let projected_s = self.total() as f64 * ran_s / ran as f64;
+        self.balancing_s > super::RUNAWAY_FACTOR * super::MAX_BALANCING_SHARE * projected_s
     }
 
     /// For a worker the balancer has nothing for now (it waits for the

@@ -75,6 +75,24 @@ pub trait SchedTask {
     }
 }
 
+/// An epoch whose balancer's consults took more than this share of the
+/// time its tasks ran does not pay for itself: later tasks of its codelet
+/// and size are placed by the fallback rule (a consult runs on a worker's
+/// time; the fallback's own model work is a few thousandths of the work).
+pub const MAX_BALANCING_SHARE: f64 = 0.01;
+
+/// Epochs of one codelet and size in a row over [`MAX_BALANCING_SHARE`]
+/// that stop its batches: one is not enough (a consult's measured time
+/// includes any preemption of its thread, and a first epoch pays one-off
+/// costs).
+pub const COSTLY_EPOCHS: u32 = 2;
+
+/// An epoch whose consults have already cost this many times
+/// [`MAX_BALANCING_SHARE`] of its whole projected work (its tasks at the
+/// mean time measured so far) is dissolved at once and stops its codelet's
+/// batches: no preemption explains that much.
+pub const RUNAWAY_FACTOR: f64 = 10.0;
+
 /// Two tasks of one codelet join the same staged batch when their sizes
 /// (work units) differ by at most this fraction of the larger one.
 pub const SIZE_TOLERANCE: f64 = 0.1;
@@ -111,6 +129,13 @@ pub struct TaskModeCounters {
     /// Epochs whose balancer continued from an earlier epoch's of the
     /// same codelet, task size and workers (no second training).
     pub carried_epochs: u64,
+    /// Tasks a worker waiting at an epoch's synchronisation point took
+    /// straight from the staged batch (rather than idle).
+    pub staged_tasks: u64,
+    /// Tasks placed by the fallback rule rather than staged because the
+    /// last [`COSTLY_EPOCHS`] epochs of their codelet and size each cost
+    /// more than [`MAX_BALANCING_SHARE`] of their work in consults.
+    pub unbalanced_tasks: u64,
 }
 
 impl TaskModeCounters {
@@ -123,6 +148,8 @@ impl TaskModeCounters {
         self.forced_completions += other.forced_completions;
         self.tail_steals += other.tail_steals;
         self.carried_epochs += other.carried_epochs;
+        self.staged_tasks += other.staged_tasks;
+        self.unbalanced_tasks += other.unbalanced_tasks;
     }
 }
 
@@ -219,6 +246,15 @@ struct Running<T> {
     units: f64,
 }
 
+/// How the last epochs of one codelet and size paid for their consults.
+struct BalancingRecord {
+    codelet: usize,
+    units: f64,
+    /// Epochs in a row, the last one included, whose consults cost more
+    /// than [`MAX_BALANCING_SHARE`] of their work.
+    costly_in_a_row: u32,
+}
+
 /// A task given to a worker.
 pub struct Taken<T> {
     /// The task.
@@ -261,12 +297,19 @@ impl<T> Reserved<T> {
 pub struct EpochConsult {
     epoch: u64,
     consult: Consult,
+    took_s: f64,
 }
 
 impl EpochConsult {
     /// Runs the balancer (fits and solves included).
     pub fn run(&mut self) {
         self.consult.run();
+    }
+
+    /// The caller measured [`EpochConsult::run`] at `seconds` (on the
+    /// runtime's clock); charged to its epoch when handed back.
+    pub fn took(&mut self, seconds: f64) {
+        self.took_s = seconds;
     }
 }
 
@@ -309,6 +352,8 @@ pub struct Scheduler<T, Q = PlainQueues<Queued<T>>> {
     /// Finished epochs whose balancers a later epoch of the same batch
     /// shape can continue from, newest last (at most [`CARRIED_EPOCHS`]).
     carried: VecDeque<Running<T>>,
+    /// What the last epochs of each codelet and size cost in consults.
+    balancing: VecDeque<BalancingRecord>,
     next_epoch: u64,
     /// Longest task measured (seconds), a floor for the epochs' grace
     /// before lost reports.
@@ -356,6 +401,7 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
             staging: None,
             epochs: Vec::new(),
             carried: VecDeque::new(),
+            balancing: VecDeque::new(),
             next_epoch: 0,
             longest_task_s: 0.0,
             out_for_commit: 0,
@@ -652,6 +698,38 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
             .any(|r| r.epoch.is_open() && r.codelet == s.codelet && same_size(r.units, s.units))
     }
 
+    /// Whether the last [`COSTLY_EPOCHS`] finished epochs of `codelet` and
+    /// `units` each spent more than [`MAX_BALANCING_SHARE`] of their
+    /// tasks' time in consults.
+    fn balancing_too_costly(&self, codelet: usize, units: f64) -> bool {
+        self.balancing
+            .iter()
+            .find(|r| r.codelet == codelet && same_size(r.units, units))
+            .is_some_and(|r| r.costly_in_a_row >= COSTLY_EPOCHS)
+    }
+
+    /// Records whether an epoch of `codelet` and `units` cost more than
+    /// [`MAX_BALANCING_SHARE`] (the last [`CARRIED_EPOCHS`] codelets and
+    /// sizes are remembered).
+    fn note_balancing(&mut self, codelet: usize, units: f64, costly: bool) {
+        let at = self
+            .balancing
+            .iter()
+            .position(|r| r.codelet == codelet && same_size(r.units, units));
+        let before = at.map_or(0, |i| self.balancing[i].costly_in_a_row);
+        if let Some(i) = at {
+            self.balancing.remove(i);
+        }
+        if self.balancing.len() >= CARRIED_EPOCHS {
+            self.balancing.pop_front();
+        }
+        self.balancing.push_back(BalancingRecord {
+            codelet,
+            units,
+            costly_in_a_row: if costly { before + 1 } else { 0 },
+        });
+    }
+
     /// Whether `worker` may still get a task from an alive epoch.
     pub fn epoch_may_give(&self, worker: usize) -> bool {
         self.epochs.iter().any(|r| r.epoch.may_give(worker))
@@ -664,6 +742,11 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
         let Some(s) = self.staging.take() else {
             return Vec::new();
         };
+        if self.balancing_too_costly(s.codelet, s.units) {
+            self.counters.unbalanced_tasks += s.items.len() as u64;
+            self.place_all(s.items, book);
+            return Vec::new();
+        }
         let workers: Vec<usize> = s
             .capable
             .iter()
@@ -760,13 +843,19 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
                 let gone = self.epochs.remove(i);
                 let stats = gone.epoch.stats();
                 log::debug!(
-                    "{}: epoch {} over: {stats:?}",
+                    "{}: epoch {} over: {stats:?}, balancing share {:?}",
                     self.spec.label(),
-                    gone.epoch.id()
+                    gone.epoch.id(),
+                    gone.epoch.balancing_share()
                 );
                 self.counters.forced_completions += stats.forced;
                 self.counters.tail_steals += stats.stolen;
                 if stats.dissolved == 0 {
+                    let costly = gone
+                        .epoch
+                        .balancing_share()
+                        .is_some_and(|share| share > MAX_BALANCING_SHARE);
+                    self.note_balancing(gone.codelet, gone.units, costly);
                     self.carried
                         .retain(|r| r.codelet != gone.codelet || !same_size(r.units, gone.units));
                     if self.carried.len() >= CARRIED_EPOCHS {
@@ -862,6 +951,7 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
                             return Some(Pop::Consult(EpochConsult {
                                 epoch: r.epoch.id(),
                                 consult,
+                                took_s: 0.0,
                             }));
                         }
                         Ask::Nothing => {}
@@ -903,6 +993,28 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
             self.flush_staging(book);
             None
         }
+    }
+
+    /// Takes from the staged batch the task `worker` runs first: the
+    /// oldest of the highest priority it can run.
+    fn take_staged(&mut self, worker: usize) -> Option<Pop<T>> {
+        let s = self.staging.as_mut()?;
+        let (i, nimpl) = s
+            .items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, q)| Some((i, q.task.implementation_on(worker)?, q.priority)))
+            .fold(None, |best: Option<(usize, u32, i32)>, c| match best {
+                Some(b) if b.2 >= c.2 => Some(b),
+                _ => Some(c),
+            })
+            .map(|(i, nimpl, _)| (i, nimpl))?;
+        let item = s.items.remove(i);
+        if s.items.is_empty() {
+            self.staging = None;
+        }
+        self.counters.staged_tasks += 1;
+        Some(Pop::Task(item.into_taken(nimpl)))
     }
 
     fn fallback(&mut self, worker: usize, book: &ModelBook) -> Option<Pop<T>> {
@@ -952,7 +1064,10 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
         if runnable {
             let big = self.staging.as_ref().is_some_and(Staging::is_big);
             if big && self.epoch_may_give(worker) {
-                return None;
+                // It waits at an epoch's synchronisation point: rather
+                // than idle, it runs one staged task; the rest stays
+                // staged for the next epoch.
+                return self.take_staged(worker);
             }
             if big {
                 if let Some(t) = self.form_or_flush(worker, now, book) {
@@ -1011,8 +1126,28 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
             .iter_mut()
             .find(|r| r.epoch.id() == consult.epoch)
         {
+            r.epoch.charge_balancing(consult.took_s);
             r.epoch.checkin(consult.consult, now);
             self.notify.extend(r.epoch.workers());
+            if r.epoch.balancing_runs_away() {
+                // Its consults already cost more than the limit allows
+                // for its whole work many times over: its tasks go to
+                // the fallback rule, and so will its codelet's next ones.
+                log::debug!(
+                    "{}: epoch {} dissolved: consults cost {:?} of its work",
+                    self.spec.label(),
+                    r.epoch.id(),
+                    r.epoch.balancing_share()
+                );
+                let (codelet, units) = (r.codelet, r.units);
+                let items = r.epoch.dissolve();
+                self.counters.dissolved_tasks += items.len() as u64;
+                self.counters.unbalanced_tasks += items.len() as u64;
+                self.place_all(items, book);
+                for _ in 0..COSTLY_EPOCHS {
+                    self.note_balancing(codelet, units, true);
+                }
+            }
         }
         self.settle_epochs(book);
     }
@@ -1109,7 +1244,11 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
         }
         let capable = self.capable(&item.task);
         let mut wake: Vec<usize> = Vec::new();
-        let chosen = if codelet != 0 && !capable.is_empty() {
+        let costly = codelet != 0 && self.balancing_too_costly(codelet, units);
+        if costly {
+            self.counters.unbalanced_tasks += 1;
+        }
+        let chosen = if codelet != 0 && !capable.is_empty() && !costly {
             // Staged. The task closes the current batch: it forms an epoch
             // when big enough, else is placed.
             if self

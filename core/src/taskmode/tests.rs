@@ -68,14 +68,58 @@ fn run_from(
     secs: &[f64],
     start: f64,
 ) -> (Vec<Vec<usize>>, f64) {
+    run_with(s, book, secs, start, 0.0, Vec::new())
+}
+
+/// [`Scheduler::pop_now`] where each consult is measured at `consult_s`
+/// (as the adapter times them).
+fn pop_charged(
+    s: &mut Scheduler<Fake>,
+    w: usize,
+    now: f64,
+    book: &ModelBook,
+    consult_s: f64,
+) -> Option<Taken<Fake>> {
+    let mut p = s.pop(w, now, book);
+    for _ in 0..16 {
+        match p {
+            Pop::Task(t) => return Some(t),
+            Pop::Nothing { .. } => return None,
+            Pop::Consult(mut c) => {
+                c.run();
+                c.took(consult_s);
+                p = s.resume(c, w, now, book);
+            }
+        }
+    }
+    None
+}
+
+/// [`run_from`] with every consult measured at `consult_s` and the tasks
+/// of `arrivals` pushed at their times (in time order).
+fn run_with(
+    s: &mut Scheduler<Fake>,
+    book: &mut ModelBook,
+    secs: &[f64],
+    start: f64,
+    consult_s: f64,
+    mut arrivals: Vec<(f64, Vec<Fake>)>,
+) -> (Vec<Vec<usize>>, f64) {
     let n = secs.len();
     let mut ran = vec![Vec::new(); n];
     let mut running: Vec<Option<(f64, Taken<Fake>)>> = (0..n).map(|_| None).collect();
     let mut now = start;
+    arrivals.reverse();
     for _ in 0..1_000_000 {
+        while arrivals.last().is_some_and(|(at, _)| *at <= now) {
+            let (_, tasks) = arrivals.pop().expect("an arrival");
+            for t in tasks {
+                s.push(t, now, book, &never_idle());
+            }
+        }
         for w in 0..n {
             if running[w].is_none()
-                && let Some(t) = s.pop_now(w, now, book)
+                && let Some(t) = pop_charged(s, w, now, book, consult_s)
             {
                 running[w] = Some((now + secs[w], t));
             }
@@ -83,7 +127,13 @@ fn run_from(
         let next = (0..n)
             .filter_map(|w| running[w].as_ref().map(|(end, _)| (*end, w)))
             .min_by(|a, b| a.0.total_cmp(&b.0));
-        let Some((end, w)) = next else {
+        let next_arrival = arrivals.last().map(|(at, _)| *at);
+        let Some((end, w)) = next.filter(|&(end, _)| next_arrival.is_none_or(|at| end <= at))
+        else {
+            if let Some(at) = next_arrival {
+                now = now.max(at);
+                continue;
+            }
             if s.held() == 0 {
                 return (ran, now);
             }
@@ -530,4 +580,97 @@ fn a_second_batch_continues_from_the_first_epochs_balancer() {
         run_from(&mut s, &mut book, &secs, end2);
         assert_eq!(s.counters().carried_epochs, 1, "{name}");
     }
+}
+
+/// After [`COSTLY_EPOCHS`] epochs in a row whose consults took more than
+/// [`MAX_BALANCING_SHARE`] of their tasks' time, the next batch of that
+/// codelet and size is placed by the fallback rule (every task still
+/// once), while a batch of another codelet still forms an epoch. With
+/// cheap consults every batch forms an epoch; one costly epoch between
+/// cheap ones stops nothing.
+#[test]
+fn epochs_whose_consults_cost_too_much_are_not_repeated() {
+    let secs = [0.001, 0.004];
+    // Per consult: nothing, or 10 % of the fast worker's task time
+    // (PLB-HAC consults about once per block of a few tasks); per batch
+    // of codelet 5, then a batch of codelet 6. Expected: epochs, tasks
+    // placed by the fallback rule for the cost.
+    let cheap = 0.0;
+    let costly = 0.0001;
+    for (consults, epochs, unbalanced) in [
+        (vec![cheap, cheap, cheap], 4, 0),
+        (vec![costly, costly, costly], 3, 100),
+        (vec![costly, cheap, costly], 4, 0),
+    ] {
+        let mut s = sched("plb-hac", 2);
+        let mut book = ModelBook::default();
+        let mut ran = vec![Vec::new(); 2];
+        let mut now = 0.0;
+        for (b, &consult_s) in consults.iter().enumerate() {
+            let batch: Vec<Fake> = (100 * b..100 * b + 100).map(|i| task(i, 5)).collect();
+            let (r, end) = run_with(&mut s, &mut book, &secs, now, consult_s, vec![(now, batch)]);
+            (0..2).for_each(|w| ran[w].extend(&r[w]));
+            now = end;
+        }
+        let other: Vec<Fake> = (300..400).map(|i| task(i, 6)).collect();
+        let (r, _) = run_with(&mut s, &mut book, &secs, now, cheap, vec![(now, other)]);
+        (0..2).for_each(|w| ran[w].extend(&r[w]));
+        let c = s.counters();
+        assert_eq!(
+            (c.epochs, c.unbalanced_tasks),
+            (epochs, unbalanced),
+            "consults {consults:?}: {c:?}"
+        );
+        assert_exactly_once(&ran, 400);
+    }
+}
+
+/// A worker that waits at an epoch's synchronisation point (Acosta's
+/// iterations: the fast worker waits for the slow one's report) runs tasks
+/// staged for the next epoch of the same codelet rather than idle; every
+/// task still runs once.
+#[test]
+fn a_worker_waiting_on_an_epoch_runs_staged_tasks() {
+    let mut s = sched("acosta", 2);
+    let mut book = ModelBook::default();
+    let secs = [0.001, 0.004];
+    let first: Vec<Fake> = (0..200).map(|i| task(i, 5)).collect();
+    // The next batch arrives in pieces while the first epoch runs.
+    let mut arrivals = vec![(0.0, first)];
+    for k in 0..20 {
+        let at = 0.005 + 0.002 * k as f64;
+        arrivals.push((
+            at,
+            (200 + 10 * k..210 + 10 * k).map(|i| task(i, 5)).collect(),
+        ));
+    }
+    let (ran, _) = run_with(&mut s, &mut book, &secs, 0.0, 0.0, arrivals);
+    assert_exactly_once(&ran, 400);
+    let c = s.counters();
+    assert!(c.staged_tasks > 0, "{c:?}");
+}
+
+/// An epoch whose consults cost more than [`RUNAWAY_FACTOR`] times the
+/// limit of its whole projected work is dissolved at once (its tasks go to
+/// the fallback rule) and stops its codelet's next batches; every task
+/// still runs once.
+#[test]
+fn an_epoch_whose_consults_run_away_is_dissolved() {
+    let secs = [0.001, 0.004];
+    let mut s = sched("plb-hac", 2);
+    let mut book = ModelBook::default();
+    let mut ran = vec![Vec::new(); 2];
+    let mut now = 0.0;
+    for b in 0..2 {
+        let batch: Vec<Fake> = (100 * b..100 * b + 100).map(|i| task(i, 5)).collect();
+        // Each consult takes as long as ten of the fast worker's tasks.
+        let (r, end) = run_with(&mut s, &mut book, &secs, now, 0.01, vec![(now, batch)]);
+        (0..2).for_each(|w| ran[w].extend(&r[w]));
+        now = end;
+    }
+    assert_exactly_once(&ran, 200);
+    let c = s.counters();
+    assert_eq!(c.epochs, 1, "{c:?}");
+    assert!(c.dissolved_tasks > 0, "{c:?}");
+    assert_eq!(c.unbalanced_tasks, c.dissolved_tasks + 100, "{c:?}");
 }

@@ -129,13 +129,15 @@ pub(crate) unsafe extern "C" fn deinit_sched<P: SchedPolicy>(ctx: c_uint) {
         }
         if summary_requested() {
             let figures = instance.policy.model_figures();
-            crate::stats::print_summary(&instance.stats.summary_lines(
+            let mut lines = instance.stats.summary_lines(
                 instance.policy.name(),
                 ctx,
                 left.len(),
                 figures,
                 now_us(),
-            ));
+            );
+            lines.extend(instance.policy.summary_detail());
+            crate::stats::print_summary(&lines);
         }
         for file in [instance.trace, instance.graph].into_iter().flatten() {
             file.flush();

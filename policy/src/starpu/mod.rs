@@ -137,4 +137,10 @@ pub trait SchedPolicy: Send + Sync + 'static {
     fn model_figures(&self) -> crate::stats::ModelFigures {
         crate::stats::ModelFigures::default()
     }
+
+    /// Lines the policy adds to its `PLB_SUMMARY` after the worker lines
+    /// (none by default).
+    fn summary_detail(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
