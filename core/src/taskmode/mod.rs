@@ -340,6 +340,8 @@ pub struct Scheduler<T, Q = PlainQueues<Queued<T>>> {
     /// ([`BalancerSpec::training_units_per_pu`]).
     training_per_pu: u64,
     workers: Vec<usize>,
+    /// Workers found able to run a task pushed so far (by worker id).
+    capable_seen: Vec<bool>,
     kinds: Vec<WorkerKind>,
     /// Per worker index; queues of removed workers stay reachable by
     /// stealing. Tasks join them only through this scheduler's calls.
@@ -395,6 +397,7 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
             spec,
             tuning,
             workers: Vec::new(),
+            capable_seen: Vec::new(),
             kinds: vec![WorkerKind::Other; max_workers],
             queues,
             unplaced: VecDeque::new(),
@@ -575,6 +578,20 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
         self.workers.retain(|w| !workers.contains(w));
         self.dissolve_epochs(Some(workers), book);
         self.notify.extend(self.workers.iter().copied());
+    }
+
+    /// Whether one worker of the context alone was found able to run the
+    /// tasks pushed so far. Its queue then runs in arrival order: it runs
+    /// them all, one after the other, and never idles while one is ready,
+    /// so no order changes the makespan through the graph; arrival order
+    /// runs a task soon after the tasks that wrote its inputs, while they
+    /// are still in the caches (see `dag::graph`'s lone worker).
+    fn lone_worker(&self) -> bool {
+        self.workers
+            .iter()
+            .filter(|&&w| self.capable_seen.get(w) == Some(&true))
+            .count()
+            == 1
     }
 
     fn capable(&self, task: &T) -> Vec<usize> {
@@ -1218,7 +1235,7 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
         let codelet = task.codelet();
         let units = task.units();
         let priority = task.priority();
-        let item = Queued {
+        let mut item = Queued {
             task,
             codelet,
             units,
@@ -1243,6 +1260,15 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
                 .collect();
         }
         let capable = self.capable(&item.task);
+        for &w in &capable {
+            if w >= self.capable_seen.len() {
+                self.capable_seen.resize(w + 1, false);
+            }
+            self.capable_seen[w] = true;
+        }
+        if self.lone_worker() {
+            item.priority = 0;
+        }
         let mut wake: Vec<usize> = Vec::new();
         let costly = codelet != 0 && self.balancing_too_costly(codelet, units);
         if costly {

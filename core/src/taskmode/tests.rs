@@ -162,17 +162,39 @@ fn assert_exactly_once(ran: &[Vec<usize>], n: usize) {
 
 #[test]
 fn fallback_queues_are_ordered_by_priority_fifo_within_one() {
-    let mut s = sched("plb-hac", 1);
-    let mut book = ModelBook::default();
-    // Tasks without a codelet always take the fallback rule.
-    for (id, priority) in [(0, 0), (1, 5), (2, 0), (3, 9), (4, 5)] {
-        let t = Fake {
-            priority,
-            ..task(id, 0)
-        };
-        s.push(t, 0.0, &book, &never_idle());
+    // Worker 1 runs a task of its own: the context has more than one
+    // worker able to run its tasks.
+    for (workers, order) in [(2, vec![3, 1, 4, 0, 2]), (1, vec![0, 1, 2, 3, 4])] {
+        let mut s = sched("plb-hac", workers);
+        let mut book = ModelBook::default();
+        if workers == 2 {
+            let other = Fake {
+                mask: 0b10,
+                ..task(99, 0)
+            };
+            s.push(other, 0.0, &book, &never_idle());
+        }
+        // Tasks without a codelet always take the fallback rule.
+        for (id, priority) in [(0, 0), (1, 5), (2, 0), (3, 9), (4, 5)] {
+            let t = Fake {
+                priority,
+                mask: 0b01,
+                ..task(id, 0)
+            };
+            s.push(t, 0.0, &book, &never_idle());
+        }
+        if workers == 2 {
+            let t = s.pop_now(1, 0.0, &book).expect("worker 1's task");
+            assert_eq!(t.task.id, 99);
+        }
+        // A lone worker runs its queue in arrival order (the order changes
+        // no makespan there, and arrival order keeps the inputs hot).
+        assert_eq!(
+            drain_on(&mut s, &mut book, 0, 0.01),
+            order,
+            "{workers} worker(s)"
+        );
     }
-    assert_eq!(drain_on(&mut s, &mut book, 0, 0.01), vec![3, 1, 4, 0, 2]);
 }
 
 #[test]
