@@ -549,9 +549,8 @@ impl<T: GraphTask> GraphSched<T> {
     /// one after the other, and never idles while one is ready, so no
     /// order changes the makespan through the graph; arrival order runs a
     /// task soon after the tasks that wrote its inputs, while they are
-    /// still in the caches (REAL, 1 CPU + 1 OpenCL worker that runs none
-    /// of Debian's Cholesky: the CPU worker's GEMM tasks took 223–250 µs
-    /// in priority order, 191–200 µs in arrival order).
+    /// still in the caches (measured in docs/balancers.md, "A lone worker
+    /// runs in arrival order").
     fn lone_worker(&self) -> bool {
         self.members
             .iter()
