@@ -923,6 +923,24 @@ mod tests {
         assert!(second > 1, "{second}");
     }
 
+    /// [`cpu_and_gpu`] (a window of 60 tasks on the accelerator's line, 1
+    /// on the CPU's) for tasks only the CPU runs, with its lines and the
+    /// CPU's model of codelet 1 (1 s).
+    fn cpu_only_tasks() -> (
+        Sleepers,
+        GraphSched<CpuOnly>,
+        PlainQueues<Placed<CpuOnly>>,
+        GraphModels,
+    ) {
+        let (sleepers, s) = cpu_and_gpu::<CpuOnly>(Window {
+            accelerator: 60,
+            cpu: 1,
+        });
+        let mut models = GraphModels::default();
+        models.book.record_now(0, 1, 1.0, 1.0);
+        (sleepers, s, PlainQueues::new(2), models)
+    }
+
     /// One CPU worker beside an accelerator that runs none of the tasks:
     /// once a placement found the CPU alone able to run them, no window
     /// holds tasks back and its line runs in arrival order (on one worker
@@ -930,13 +948,7 @@ mod tests {
     /// caches).
     #[test]
     fn a_lone_worker_runs_its_line_in_arrival_order() {
-        let (sleepers, mut s) = cpu_and_gpu::<CpuOnly>(Window {
-            accelerator: 60,
-            cpu: 1,
-        });
-        let lines: PlainQueues<Placed<CpuOnly>> = PlainQueues::new(2);
-        let mut models = GraphModels::default();
-        models.book.record_now(0, 1, 1.0, 1.0);
+        let (sleepers, mut s, lines, mut models) = cpu_only_tasks();
         drop(s.push(CpuOnly(Tile::job(0)), &sleepers));
         assert_eq!(pop(&mut s, &lines, &mut models, &sleepers, 0), Some(0));
         for (id, priority) in [(1, 0), (2, 5), (3, 0), (4, 9), (5, 5)] {
@@ -957,13 +969,7 @@ mod tests {
     /// line's room sizes the batch (no wait for workers that are gone).
     #[test]
     fn batches_do_not_wait_for_kinds_that_left() {
-        let (sleepers, mut s) = cpu_and_gpu::<CpuOnly>(Window {
-            accelerator: 60,
-            cpu: 1,
-        });
-        let lines: PlainQueues<Placed<CpuOnly>> = PlainQueues::new(2);
-        let mut models = GraphModels::default();
-        models.book.record_now(0, 1, 1.0, 1.0);
+        let (sleepers, mut s, lines, mut models) = cpu_only_tasks();
         (1..=3).for_each(|id| drop(s.push(CpuOnly(Tile::job(id)), &sleepers)));
         // A first batch finds only the CPU able to run them.
         let mut round = GraphRound::default();

@@ -1195,6 +1195,19 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
     /// [`Scheduler::pop`] that runs consults at once (single-threaded
     /// callers and tests).
     pub fn pop_now(&mut self, worker: usize, now: f64, book: &ModelBook) -> Option<Taken<T>> {
+        self.pop_now_timed(worker, now, book, 0.0)
+    }
+
+    /// [`Scheduler::pop_now`] where each consult counts as taking
+    /// `consult_s` seconds ([`EpochConsult::took`]), as the adapter
+    /// measures them.
+    pub fn pop_now_timed(
+        &mut self,
+        worker: usize,
+        now: f64,
+        book: &ModelBook,
+        consult_s: f64,
+    ) -> Option<Taken<T>> {
         let mut p = self.pop(worker, now, book);
         // Bounded: each consult hands out blocks or changes PU states.
         for _ in 0..16 {
@@ -1203,6 +1216,7 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
                 Pop::Nothing { .. } => return None,
                 Pop::Consult(mut c) => {
                     c.run();
+                    c.took(consult_s);
                     p = self.resume(c, worker, now, book);
                 }
             }

@@ -71,30 +71,6 @@ fn run_from(
     run_with(s, book, secs, start, 0.0, Vec::new())
 }
 
-/// [`Scheduler::pop_now`] where each consult is measured at `consult_s`
-/// (as the adapter times them).
-fn pop_charged(
-    s: &mut Scheduler<Fake>,
-    w: usize,
-    now: f64,
-    book: &ModelBook,
-    consult_s: f64,
-) -> Option<Taken<Fake>> {
-    let mut p = s.pop(w, now, book);
-    for _ in 0..16 {
-        match p {
-            Pop::Task(t) => return Some(t),
-            Pop::Nothing { .. } => return None,
-            Pop::Consult(mut c) => {
-                c.run();
-                c.took(consult_s);
-                p = s.resume(c, w, now, book);
-            }
-        }
-    }
-    None
-}
-
 /// [`run_from`] with every consult measured at `consult_s` and the tasks
 /// of `arrivals` pushed at their times (in time order).
 fn run_with(
@@ -119,7 +95,7 @@ fn run_with(
         }
         for w in 0..n {
             if running[w].is_none()
-                && let Some(t) = pop_charged(s, w, now, book, consult_s)
+                && let Some(t) = s.pop_now_timed(w, now, book, consult_s)
             {
                 running[w] = Some((now + secs[w], t));
             }
