@@ -124,7 +124,9 @@ pub struct TaskModeCounters {
     /// Epoch blocks completed without every task's report.
     pub forced_completions: u64,
     /// Epoch tasks taken from another worker's group at an epoch's end
-    /// (`Epoch::steal_tail`; counted in `epoch_tasks` too).
+    /// (`Epoch::steal_tail`) or from the tail of those the balancer has
+    /// not given out (`Epoch::steal_pending`); counted in `epoch_tasks`
+    /// too.
     pub tail_steals: u64,
     /// Epochs whose balancer continued from an earlier epoch's of the
     /// same codelet, task size and workers (no second training).
@@ -991,7 +993,14 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
             let x = self
                 .epochs
                 .iter_mut()
-                .find_map(|r| r.epoch.steal_tail(worker))?;
+                .find_map(|r| r.epoch.steal_tail(worker))
+                .or_else(|| {
+                    self.epochs.iter_mut().find_map(|r| {
+                        let (codelet, units) = (r.codelet, r.units);
+                        r.epoch
+                            .steal_pending(worker, |w| book.trained_prediction(w, codelet, units))
+                    })
+                })?;
             if let Some(t) = self.checked(worker, x, now, book) {
                 return Some(Pop::Task(t));
             }
