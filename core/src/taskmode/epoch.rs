@@ -504,16 +504,23 @@ impl<T> Epoch<T> {
             .max_by(|a, b| a.1.total_cmp(&b.1))?;
         let task = self.pus[v].group.pop_back()?;
         self.pus[v].stolen += 1;
+        Some(self.stolen_by(task, t))
+    }
+
+    /// `task`, taken by PU `thief` outside any block: counted, with the
+    /// ticket of a stolen task (its report counts toward the thief's mean
+    /// only).
+    fn stolen_by(&mut self, task: T, thief: usize) -> (T, Ticket) {
         self.stats.handed += 1;
         self.stats.stolen += 1;
-        Some((
+        (
             task,
             Ticket {
                 epoch: self.id,
-                pu: t,
+                pu: thief,
                 block: STOLEN_BLOCK,
             },
-        ))
+        )
     }
 
     /// For a worker the balancer has nothing for now, when
@@ -561,16 +568,7 @@ impl<T> Epoch<T> {
             return None;
         }
         let task = self.pending.pop_back()?;
-        self.stats.handed += 1;
-        self.stats.stolen += 1;
-        Some((
-            task,
-            Ticket {
-                epoch: self.id,
-                pu: t,
-                block: STOLEN_BLOCK,
-            },
-        ))
+        Some(self.stolen_by(task, t))
     }
 
     /// Hands a consult back: the blocks it gave out move into their PUs'
