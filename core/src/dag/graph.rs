@@ -200,7 +200,7 @@ impl<T: GraphTask> GraphSched<T> {
     /// Bounds each line (`None`: every ready task is placed at once).
     pub fn set_window(&mut self, window: Option<Window>) {
         self.window = window;
-        self.ready.set_by_priority(window.is_some() && !self.lone);
+        self.refresh_lone();
     }
 
     /// Recomputes [`GraphSched::lone_worker`] after the members or the

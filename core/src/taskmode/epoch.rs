@@ -444,10 +444,17 @@ impl<T> Epoch<T> {
         }
     }
 
+    /// Its tasks reported so far, and the seconds they ran.
+    fn reported(&self) -> (usize, f64) {
+        self.pus
+            .iter()
+            .fold((0, 0.0), |(n, s), p| (n + p.ran, s + p.ran_s))
+    }
+
     /// Seconds its consults took per second its reported tasks ran
     /// (`None` before any task ran for a measurable time).
     pub fn balancing_share(&self) -> Option<f64> {
-        let work_s: f64 = self.pus.iter().map(|p| p.ran_s).sum();
+        let (_, work_s) = self.reported();
         (work_s > 0.0).then(|| self.balancing_s / work_s)
     }
 
@@ -456,10 +463,7 @@ impl<T> Epoch<T> {
     /// whole projected work: all its tasks at the mean time its reported
     /// ones took (false before a report).
     pub fn balancing_runs_away(&self) -> bool {
-        let (ran, ran_s) = self
-            .pus
-            .iter()
-            .fold((0usize, 0.0), |(n, s), p| (n + p.ran, s + p.ran_s));
+        let (ran, ran_s) = self.reported();
         if ran == 0 || ran_s <= 0.0 || self.dissolved {
             return false;
         }

@@ -76,9 +76,9 @@ pub trait SchedTask {
 }
 
 /// An epoch whose balancer's consults took more than this share of the
-/// time its tasks ran does not pay for itself: later tasks of its codelet
-/// and size are placed by the fallback rule (a consult runs on a worker's
-/// time; the fallback's own model work is a few thousandths of the work).
+/// time its tasks ran does not pay for itself (a consult runs on a
+/// worker's time): later tasks of its codelet and size are placed by the
+/// fallback rule ([`COSTLY_EPOCHS`]).
 pub const MAX_BALANCING_SHARE: f64 = 0.01;
 
 /// Epochs of one codelet and size in a row over [`MAX_BALANCING_SHARE`]
@@ -344,6 +344,9 @@ pub struct Scheduler<T, Q = PlainQueues<Queued<T>>> {
     workers: Vec<usize>,
     /// Workers found able to run a task pushed so far (by worker id).
     capable_seen: Vec<bool>,
+    /// [`Scheduler::lone_worker`], kept as workers and `capable_seen`
+    /// change (read at every push).
+    lone: bool,
     kinds: Vec<WorkerKind>,
     /// Per worker index; queues of removed workers stay reachable by
     /// stealing. Tasks join them only through this scheduler's calls.
@@ -400,6 +403,7 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
             tuning,
             workers: Vec::new(),
             capable_seen: Vec::new(),
+            lone: false,
             kinds: vec![WorkerKind::Other; max_workers],
             queues,
             unplaced: VecDeque::new(),
@@ -565,6 +569,7 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
                 self.workers.push(w);
             }
         }
+        self.lone = self.lone_worker();
     }
 
     /// Workers left: their epochs are dissolved into the fallback queues
@@ -578,6 +583,7 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
             self.held()
         );
         self.workers.retain(|w| !workers.contains(w));
+        self.lone = self.lone_worker();
         self.dissolve_epochs(Some(workers), book);
         self.notify.extend(self.workers.iter().copied());
     }
@@ -727,10 +733,10 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
             .is_some_and(|r| r.costly_in_a_row >= COSTLY_EPOCHS)
     }
 
-    /// Records whether an epoch of `codelet` and `units` cost more than
-    /// [`MAX_BALANCING_SHARE`] (the last [`CARRIED_EPOCHS`] codelets and
-    /// sizes are remembered).
-    fn note_balancing(&mut self, codelet: usize, units: f64, costly: bool) {
+    /// Records how many epochs of `codelet` and `units` in a row cost more
+    /// than [`MAX_BALANCING_SHARE`], `in_a_row` of the count before (the
+    /// last [`CARRIED_EPOCHS`] codelets and sizes are remembered).
+    fn note_balancing(&mut self, codelet: usize, units: f64, in_a_row: impl FnOnce(u32) -> u32) {
         let at = self
             .balancing
             .iter()
@@ -745,7 +751,7 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
         self.balancing.push_back(BalancingRecord {
             codelet,
             units,
-            costly_in_a_row: if costly { before + 1 } else { 0 },
+            costly_in_a_row: in_a_row(before),
         });
     }
 
@@ -874,7 +880,9 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
                         .epoch
                         .balancing_share()
                         .is_some_and(|share| share > MAX_BALANCING_SHARE);
-                    self.note_balancing(gone.codelet, gone.units, costly);
+                    self.note_balancing(gone.codelet, gone.units, |before| {
+                        if costly { before + 1 } else { 0 }
+                    });
                     self.carried
                         .retain(|r| r.codelet != gone.codelet || !same_size(r.units, gone.units));
                     if self.carried.len() >= CARRIED_EPOCHS {
@@ -1025,16 +1033,12 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
     /// oldest of the highest priority it can run.
     fn take_staged(&mut self, worker: usize) -> Option<Pop<T>> {
         let s = self.staging.as_mut()?;
-        let (i, nimpl) = s
+        let (i, nimpl, _) = s
             .items
             .iter()
             .enumerate()
             .filter_map(|(i, q)| Some((i, q.task.implementation_on(worker)?, q.priority)))
-            .fold(None, |best: Option<(usize, u32, i32)>, c| match best {
-                Some(b) if b.2 >= c.2 => Some(b),
-                _ => Some(c),
-            })
-            .map(|(i, nimpl, _)| (i, nimpl))?;
+            .max_by_key(|&(i, _, priority)| (priority, std::cmp::Reverse(i)))?;
         let item = s.items.remove(i);
         if s.items.is_empty() {
             self.staging = None;
@@ -1170,9 +1174,7 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
                 self.counters.dissolved_tasks += items.len() as u64;
                 self.counters.unbalanced_tasks += items.len() as u64;
                 self.place_all(items, book);
-                for _ in 0..COSTLY_EPOCHS {
-                    self.note_balancing(codelet, units, true);
-                }
+                self.note_balancing(codelet, units, |_| COSTLY_EPOCHS);
             }
         }
         self.settle_epochs(book);
@@ -1283,13 +1285,17 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
                 .collect();
         }
         let capable = self.capable(&item.task);
+        let mut newly_seen = false;
         for &w in &capable {
             if w >= self.capable_seen.len() {
                 self.capable_seen.resize(w + 1, false);
             }
-            self.capable_seen[w] = true;
+            newly_seen |= !std::mem::replace(&mut self.capable_seen[w], true);
         }
-        if self.lone_worker() {
+        if newly_seen {
+            self.lone = self.lone_worker();
+        }
+        if self.lone {
             item.priority = 0;
         }
         let mut wake: Vec<usize> = Vec::new();

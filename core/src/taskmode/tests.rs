@@ -128,6 +128,28 @@ fn run_with(
     panic!("no progress");
 }
 
+/// Runs batches one after the other, each `(codelet, tasks, consult_s)`:
+/// that many tasks of that codelet (ids numbered on from the batch
+/// before), every consult measured at `consult_s`. Returns the task ids
+/// each worker ran.
+fn run_batches(
+    s: &mut Scheduler<Fake>,
+    book: &mut ModelBook,
+    secs: &[f64],
+    batches: &[(usize, usize, f64)],
+) -> Vec<Vec<usize>> {
+    let mut ran = vec![Vec::new(); secs.len()];
+    let (mut now, mut next_id) = (0.0, 0);
+    for &(codelet, n, consult_s) in batches {
+        let batch: Vec<Fake> = (next_id..next_id + n).map(|i| task(i, codelet)).collect();
+        next_id += n;
+        let (r, end) = run_with(s, book, secs, now, consult_s, vec![(now, batch)]);
+        ran.iter_mut().zip(r).for_each(|(all, r)| all.extend(r));
+        now = end;
+    }
+    ran
+}
+
 fn assert_exactly_once(ran: &[Vec<usize>], n: usize) {
     let mut seen = vec![0; n];
     for &id in ran.iter().flatten() {
@@ -602,17 +624,9 @@ fn epochs_whose_consults_cost_too_much_are_not_repeated() {
     ] {
         let mut s = sched("plb-hac", 2);
         let mut book = ModelBook::default();
-        let mut ran = vec![Vec::new(); 2];
-        let mut now = 0.0;
-        for (b, &consult_s) in consults.iter().enumerate() {
-            let batch: Vec<Fake> = (100 * b..100 * b + 100).map(|i| task(i, 5)).collect();
-            let (r, end) = run_with(&mut s, &mut book, &secs, now, consult_s, vec![(now, batch)]);
-            (0..2).for_each(|w| ran[w].extend(&r[w]));
-            now = end;
-        }
-        let other: Vec<Fake> = (300..400).map(|i| task(i, 6)).collect();
-        let (r, _) = run_with(&mut s, &mut book, &secs, now, cheap, vec![(now, other)]);
-        (0..2).for_each(|w| ran[w].extend(&r[w]));
+        let mut batches: Vec<(usize, usize, f64)> = consults.iter().map(|&c| (5, 100, c)).collect();
+        batches.push((6, 100, cheap));
+        let ran = run_batches(&mut s, &mut book, &secs, &batches);
         let c = s.counters();
         assert_eq!(
             (c.epochs, c.unbalanced_tasks),
@@ -664,14 +678,7 @@ fn a_worker_left_out_takes_the_epochs_last_task() {
     let mut s = sched("acosta", 2);
     let mut book = ModelBook::default();
     let secs = [0.036, 0.008];
-    let mut ran = vec![Vec::new(); 2];
-    let mut now = 0.0;
-    for b in 0..2 {
-        let batch: Vec<Fake> = (16 * b..16 * b + 16).map(|i| task(i, 5)).collect();
-        let (r, end) = run_with(&mut s, &mut book, &secs, now, 0.0, vec![(now, batch)]);
-        (0..2).for_each(|w| ran[w].extend(&r[w]));
-        now = end;
-    }
+    let ran = run_batches(&mut s, &mut book, &secs, &[(5, 16, 0.0), (5, 16, 0.0)]);
     assert_exactly_once(&ran, 32);
     assert!(ran[0].len() >= 4, "slow worker ran {:?}", ran[0]);
     assert!(s.counters().tail_steals > 0, "{:?}", s.counters());
@@ -686,15 +693,8 @@ fn an_epoch_whose_consults_run_away_is_dissolved() {
     let secs = [0.001, 0.004];
     let mut s = sched("plb-hac", 2);
     let mut book = ModelBook::default();
-    let mut ran = vec![Vec::new(); 2];
-    let mut now = 0.0;
-    for b in 0..2 {
-        let batch: Vec<Fake> = (100 * b..100 * b + 100).map(|i| task(i, 5)).collect();
-        // Each consult takes as long as ten of the fast worker's tasks.
-        let (r, end) = run_with(&mut s, &mut book, &secs, now, 0.01, vec![(now, batch)]);
-        (0..2).for_each(|w| ran[w].extend(&r[w]));
-        now = end;
-    }
+    // Each consult takes as long as ten of the fast worker's tasks.
+    let ran = run_batches(&mut s, &mut book, &secs, &[(5, 100, 0.01), (5, 100, 0.01)]);
     assert_exactly_once(&ran, 200);
     let c = s.counters();
     assert_eq!(c.epochs, 1, "{c:?}");
