@@ -90,7 +90,7 @@ pub const COSTLY_EPOCHS: u32 = 2;
 /// An epoch whose consults have already cost this many times
 /// [`MAX_BALANCING_SHARE`] of its whole projected work (its tasks at the
 /// mean time measured so far) is dissolved at once and stops its codelet's
-/// batches: no preemption explains that much.
+/// batches without waiting for [`COSTLY_EPOCHS`].
 pub const RUNAWAY_FACTOR: f64 = 10.0;
 
 /// Two tasks of one codelet join the same staged batch when their sizes
