@@ -113,8 +113,8 @@ impl GraphTask for Task {
     fn transfer_to_node_s(&self, node: usize) -> Option<f64> {
         self.expected_transfer_to_node_s(node)
     }
-    fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64> {
-        Task::written_bytes_on(self, nodes)
+    fn written_bytes_on(&self, nodes: &[usize], out: &mut [f64]) {
+        Task::written_bytes_on(self, nodes, out)
     }
     fn input_on_node(&self, node: usize) -> bool {
         Task::input_on_node(self, node)

@@ -9,7 +9,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::lines::Placed;
 use super::offload::priced_speedup;
-use super::{Affinity, DagTask, DagWorker, HELD, Method, place};
+use super::{Affinity, DagTask, DagWorker, HELD, Method, PerWorker, place};
 use crate::balance::WorkerKind;
 use crate::taskmode::placement::{Candidate, ModelBook, RefitJob, choose};
 
@@ -27,8 +27,10 @@ pub trait GraphTask {
     fn implementation_on(&self, worker: usize) -> Option<u32>;
     /// Predicted seconds to bring its data to memory node `node`.
     fn transfer_to_node_s(&self, node: usize) -> Option<f64>;
-    /// Bytes of its written data already valid on each of `nodes`.
-    fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64>;
+    /// Adds, to each entry of `out` (one per entry of `nodes`, zeroed by
+    /// the caller), the bytes of its written data already valid on that
+    /// node.
+    fn written_bytes_on(&self, nodes: &[usize], out: &mut [f64]);
     /// Whether all its input is already on memory node `node`.
     fn input_on_node(&self, node: usize) -> bool;
     /// The runtime's own calibrated prediction of its seconds on `worker`
@@ -151,10 +153,12 @@ impl<T: GraphTask> Batch<T> {
     /// and members `asked` marks (indexed like the batch, then like its
     /// members; missing: not asked).
     pub fn facts_with(&self, asked: &[Vec<bool>]) -> Vec<Facts> {
-        let nodes: Vec<usize> = self.members.iter().map(|m| m.node).collect();
+        let nodes: PerWorker<usize> = self.members.iter().map(|m| m.node).collect();
         let mut distinct = nodes.clone();
         distinct.sort_unstable();
         distinct.dedup();
+        let mut per_node: PerWorker<f64> = smallvec::smallvec![0.0; distinct.len()];
+        let mut written: PerWorker<f64> = smallvec::smallvec![0.0; distinct.len()];
         self.tasks
             .iter()
             .enumerate()
@@ -176,15 +180,15 @@ impl<T: GraphTask> Batch<T> {
                         .collect(),
                     _ => Vec::new(),
                 };
-                let per_node: Vec<f64> = distinct
-                    .iter()
-                    .map(|&n| t.transfer_to_node_s(n).unwrap_or(0.0))
-                    .collect();
+                for (p, &n) in per_node.iter_mut().zip(&distinct) {
+                    *p = t.transfer_to_node_s(n).unwrap_or(0.0);
+                }
                 let transfer = nodes
                     .iter()
                     .map(|n| per_node[distinct.binary_search(n).unwrap_or(0)])
                     .collect();
-                let written = t.written_bytes_on(&distinct);
+                written.fill(0.0);
+                t.written_bytes_on(&distinct, &mut written);
                 let affinity = written
                     .iter()
                     .zip(&distinct)
@@ -661,11 +665,11 @@ pub fn decide<T: GraphTask>(
             // Training, or no prediction anywhere yet (every kind is being
             // trained): the fallback queues' rule.
             let m = trainee.unwrap_or_else(|| {
-                let idx: Vec<usize> = (0..members.len())
+                let idx: PerWorker<usize> = (0..members.len())
                     .filter(|&m| f.capable[m].is_some())
                     .filter(|&m| learning.is_none_or(|kind| members[m].kind == kind))
                     .collect();
-                let cands: Vec<Candidate> = idx
+                let cands: PerWorker<Candidate> = idx
                     .iter()
                     .map(|&m| Candidate {
                         backlog_s: loads[m],
@@ -995,8 +999,8 @@ mod tests {
         fn transfer_to_node_s(&self, node: usize) -> Option<f64> {
             self.0.transfer_to_node_s(node)
         }
-        fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64> {
-            self.0.written_bytes_on(nodes)
+        fn written_bytes_on(&self, nodes: &[usize], out: &mut [f64]) {
+            self.0.written_bytes_on(nodes, out)
         }
         fn input_on_node(&self, node: usize) -> bool {
             self.0.input_on_node(node)

@@ -858,9 +858,7 @@ mod tests {
         fn transfer_to_node_s(&self, _node: usize) -> Option<f64> {
             Some(0.0)
         }
-        fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64> {
-            vec![0.0; nodes.len()]
-        }
+        fn written_bytes_on(&self, _nodes: &[usize], _out: &mut [f64]) {}
         fn input_on_node(&self, _node: usize) -> bool {
             true
         }

@@ -47,7 +47,8 @@
 
 use super::offload::{Chosen, Offload};
 use super::{
-    Backlog, DATA_PENALTY, DagTask, DagWorker, HELD, Placement, by_speedup, concurrent_share,
+    Backlog, DATA_PENALTY, DagTask, DagWorker, HELD, PerTask, PerWorker, Placement, by_speedup,
+    concurrent_share,
 };
 
 /// Places the batch (see the module documentation); [`HELD`] for a task
@@ -56,18 +57,18 @@ use super::{
 /// ([`super::offload`]; `None`: none).
 pub fn place(tasks: &[DagTask], workers: &[DagWorker], most_accelerated: Option<f64>) -> Placement {
     let offload = most_accelerated.and_then(|s| Offload::for_batch(s, workers));
-    let mut lines: Vec<Backlog> = workers.iter().map(Backlog::of).collect();
-    let mut order: Vec<usize> = (0..tasks.len()).collect();
+    let mut lines: PerWorker<Backlog> = workers.iter().map(Backlog::of).collect();
+    let mut order: PerTask<usize> = (0..tasks.len()).collect();
     by_speedup(tasks, workers, &mut order);
     let accelerators = workers.iter().filter(|w| w.is_accelerator()).count();
-    let mut inbound: Vec<bool> = workers.iter().map(|w| w.inbound).collect();
+    let mut inbound: PerWorker<bool> = workers.iter().map(|w| w.inbound).collect();
     let mut coming = inbound.iter().filter(|&&b| b).count();
-    let mut room: Vec<usize> = workers.iter().map(|w| w.room).collect();
+    let mut room: PerWorker<usize> = workers.iter().map(|w| w.room).collect();
     let mut out = vec![usize::MAX; tasks.len()];
     let mut offloaded = 0;
     // Per task: (worker, score waiting for the whole backlog, score
     // overtaking when past the slack, compute time there).
-    let mut cands: Vec<(usize, f64, Option<f64>, f64)> = Vec::with_capacity(workers.len());
+    let mut cands: PerWorker<(usize, f64, Option<f64>, f64)> = PerWorker::new();
     for i in order {
         let t = &tasks[i];
         cands.clear();

@@ -39,7 +39,19 @@ pub mod rank;
 pub mod ready;
 pub mod record;
 
+use smallvec::SmallVec;
+
 use crate::balance::WorkerKind;
+
+/// A placement's temporary list indexed by worker or batch member: on the
+/// stack up to 16 workers (no allocation per activation on machines of
+/// that size), on the heap beyond. Never moved between functions: large.
+pub(crate) type PerWorker<T> = SmallVec<[T; 16]>;
+
+/// A placement's temporary list indexed by a batch's tasks: on the stack
+/// up to 4 (batches of a task or two are the common case of a graph that
+/// runs as it is submitted).
+pub(crate) type PerTask<T> = SmallVec<[T; 4]>;
 
 /// A worker as a batch placement sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -258,7 +270,10 @@ pub fn find(name: &str) -> Option<&'static DagEntry> {
 /// Orders task indices by decreasing speedup, then decreasing priority,
 /// then batch order (the order both HEFT and DADA's balance phase use).
 fn by_speedup(tasks: &[DagTask], workers: &[DagWorker], of: &mut [usize]) {
-    let s: Vec<f64> = tasks.iter().map(|t| t.speedup(workers)).collect();
+    if of.len() < 2 {
+        return;
+    }
+    let s: PerTask<f64> = tasks.iter().map(|t| t.speedup(workers)).collect();
     of.sort_by(|&a, &b| {
         s[b].total_cmp(&s[a])
             .then(tasks[b].priority.cmp(&tasks[a].priority))
@@ -289,13 +304,13 @@ pub(crate) fn concurrent_share(others: usize, accelerators: usize) -> f64 {
 /// priority.
 pub(crate) struct Backlog {
     running_s: f64,
-    queued: Vec<(i32, f64)>,
+    queued: SmallVec<[(i32, f64); 4]>,
 }
 
 impl Backlog {
     pub(crate) fn of(w: &DagWorker) -> Backlog {
         let clean = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
-        let queued: Vec<(i32, f64)> = w
+        let queued: SmallVec<[(i32, f64); 4]> = w
             .queued_by_priority
             .iter()
             .map(|&(p, s)| (p, clean(s)))
@@ -394,9 +409,7 @@ pub(crate) mod testutil {
         fn transfer_to_node_s(&self, _node: usize) -> Option<f64> {
             Some(0.0)
         }
-        fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64> {
-            vec![0.0; nodes.len()]
-        }
+        fn written_bytes_on(&self, _nodes: &[usize], _out: &mut [f64]) {}
         fn input_on_node(&self, _node: usize) -> bool {
             true
         }

@@ -106,10 +106,10 @@ impl Task {
         self.expected_transfer_to_node_s(worker.memory_node())
     }
 
-    /// Bytes of the data the task writes (`W` or `RW` handles) that have a
-    /// valid copy on each of `nodes` (the data affinity of DADA).
-    pub fn written_bytes_on(&self, nodes: &[usize]) -> Vec<f64> {
-        let mut out = vec![0.0; nodes.len()];
+    /// Adds, to each entry of `out` (one per entry of `nodes`), the bytes
+    /// of the data the task writes (`W` or `RW` handles) that have a valid
+    /// copy on that node (the data affinity of DADA).
+    pub fn written_bytes_on(&self, nodes: &[usize], out: &mut [f64]) {
         self.for_each_handle(|h, mode| {
             if mode & sys::STARPU_W == 0 {
                 return;
@@ -124,7 +124,6 @@ impl Task {
                 }
             }
         });
-        out
     }
 
     /// Whether every handle the task reads has a valid copy on `node`
