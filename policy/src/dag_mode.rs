@@ -71,12 +71,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use plb_core::balance::WorkerKind;
-use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
 use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
 use plb_core::dag::lines::Placed;
 use plb_core::dag::prefetch::{PrefetchHorizon, PrefetchSetting};
 use plb_core::dag::rank::{RANKS_CAP, UpwardRanks};
+use plb_core::dag::{Method, PerTask};
 use plb_core::fit::FitConfig;
 use plb_core::taskmode::placement::RefitJob;
 use plb_core::worker_queues::QueueSet;
@@ -257,7 +257,7 @@ impl DagPolicy {
                 .graph
                 .wants_runtime_predictions(&batch)
         } else {
-            Vec::new()
+            PerTask::new()
         };
         let facts = batch.facts_with(&asked);
         if self.ranked {
@@ -308,7 +308,7 @@ impl DagPolicy {
     /// where no rank is kept yet (StarPU's successor lists, under the
     /// ranks' lock, which only the one placing worker takes), priced with
     /// our models' cheapest prediction (the models lock), and ranked.
-    fn upward_ranks(&self, batch: &Batch<Task>) -> Vec<f64> {
+    fn upward_ranks(&self, batch: &Batch<Task>) -> PerTask<f64> {
         let mut ranked = relaxed_lock(&self.ranks);
         // The completed tasks' list is swapped with the spare one (no
         // allocation per placement once both have grown).
@@ -324,12 +324,13 @@ impl DagPolicy {
             None => *ranks = UpwardRanks::default(),
         }
         // Most batches' tasks were ranked by an earlier walk: no walk then.
-        let known: Option<Vec<f64>> = batch.tasks.iter().map(|t| ranks.rank(t.addr())).collect();
+        let known: Option<PerTask<f64>> =
+            batch.tasks.iter().map(|t| ranks.rank(t.addr())).collect();
         if let Some(known) = known {
             return known;
         }
         let mut graph = GraphBelow::of(&batch.tasks);
-        let roots: Vec<usize> = batch.tasks.iter().map(Task::addr).collect();
+        let roots: PerTask<usize> = batch.tasks.iter().map(Task::addr).collect();
         let found = ranks.unranked(&roots, RANKS_CAP, |id| graph.successors(id));
         let keys: Vec<Option<(usize, f64)>> = found
             .iter()

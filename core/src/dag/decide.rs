@@ -9,7 +9,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::lines::Placed;
 use super::offload::priced_speedup;
-use super::{Affinity, DagTask, DagWorker, HELD, Method, PerWorker, place};
+use super::{Affinity, DagTask, DagWorker, HELD, Method, PerTask, PerWorker, place};
 use crate::balance::WorkerKind;
 use crate::taskmode::placement::{Candidate, ModelBook, RefitJob, choose};
 
@@ -56,7 +56,7 @@ pub struct Member {
 /// taken with.
 pub struct Batch<T> {
     /// The tasks.
-    pub tasks: Vec<T>,
+    pub tasks: PerTask<T>,
     /// The context's workers.
     pub members: Vec<Member>,
     /// Each member's expected end (seconds from now).
@@ -76,7 +76,7 @@ pub struct Batch<T> {
     pub outstanding: usize,
     /// Each task's upward rank ([`super::rank`]), when the caller walked
     /// the graph (empty otherwise: every slack is infinite).
-    pub ranks: Vec<f64>,
+    pub ranks: PerTask<f64>,
     /// Tasks each member's line may still take (empty: unbounded).
     pub room: Vec<usize>,
 }
@@ -110,7 +110,7 @@ pub struct Decision<T> {
 /// tasks held back until a kind's first sample arrives.
 pub struct Decided<T> {
     /// The placements.
-    pub decisions: Vec<Decision<T>>,
+    pub decisions: PerTask<Decision<T>>,
     /// Tasks no member of the batch can run.
     pub stranded: Vec<T>,
     /// Tasks a kind being trained could run, not placed because every
@@ -132,7 +132,7 @@ impl<T> Decided<T> {
     /// Nothing placed (a placement that failed hands this back).
     pub fn nothing() -> Decided<T> {
         Decided {
-            decisions: Vec::new(),
+            decisions: PerTask::new(),
             stranded: Vec::new(),
             deferred: Vec::new(),
             held: Vec::new(),
@@ -145,14 +145,14 @@ impl<T> Decided<T> {
 impl<T: GraphTask> Batch<T> {
     /// Asks the runtime about every task (no lock needed: the tasks are the
     /// batch's alone).
-    pub fn facts(&self) -> Vec<Facts> {
+    pub fn facts(&self) -> PerTask<Facts> {
         self.facts_with(&[])
     }
 
     /// [`Batch::facts`], with the runtime's own predictions for the tasks
     /// and members `asked` marks (indexed like the batch, then like its
     /// members; missing: not asked).
-    pub fn facts_with(&self, asked: &[Vec<bool>]) -> Vec<Facts> {
+    pub fn facts_with(&self, asked: &[Vec<bool>]) -> PerTask<Facts> {
         let nodes: PerWorker<usize> = self.members.iter().map(|m| m.node).collect();
         let mut distinct = nodes.clone();
         distinct.sort_unstable();
@@ -255,12 +255,12 @@ const KIND_SPEED_CAP: usize = 1024;
 /// kind that could run it has no prediction and its training sample is
 /// still out.
 pub struct Costs {
-    cost: Vec<Vec<Option<f64>>>,
-    train: Vec<Option<usize>>,
-    awaiting: Vec<bool>,
+    cost: PerTask<Vec<Option<f64>>>,
+    train: PerTask<Option<usize>>,
+    awaiting: PerTask<bool>,
     /// For a task with no prediction anywhere: the kind whose training
     /// sample of its codelet is out, which the fallback rule keeps it to.
-    learning: Vec<Option<WorkerKind>>,
+    learning: PerTask<Option<WorkerKind>>,
     /// The mean area of the tasks priced so far ([`GraphModels::area`]).
     pub mean_area_s: f64,
     /// The highest of the codelets' latest speedups, for HEFT's CPU
@@ -350,10 +350,10 @@ impl GraphModels {
     /// prediction from: those with no prediction of ours for the task,
     /// unless the runtime was already found without one for their kind and
     /// the task's codelet; none when the batch's members are of one kind.
-    pub fn wants_runtime_predictions<T: GraphTask>(&self, batch: &Batch<T>) -> Vec<Vec<bool>> {
+    pub fn wants_runtime_predictions<T: GraphTask>(&self, batch: &Batch<T>) -> PerTask<Vec<bool>> {
         let members = &batch.members;
         if members.iter().all(|m| m.kind == members[0].kind) {
-            return vec![Vec::new(); batch.tasks.len()];
+            return smallvec::smallvec![Vec::new(); batch.tasks.len()];
         }
         batch
             .tasks
@@ -389,9 +389,10 @@ impl GraphModels {
     ///   waits with the kind being trained.
     pub fn costs<T: GraphTask>(&mut self, batch: &Batch<T>, facts: &[Facts]) -> Costs {
         let members = &batch.members;
-        let mut train = vec![None; batch.tasks.len()];
-        let mut awaiting = vec![false; batch.tasks.len()];
-        let mut learning = vec![None; batch.tasks.len()];
+        let n = batch.tasks.len();
+        let mut train: PerTask<Option<usize>> = smallvec::smallvec![None; n];
+        let mut awaiting: PerTask<bool> = smallvec::smallvec![false; n];
+        let mut learning: PerTask<Option<WorkerKind>> = smallvec::smallvec![None; n];
         let lowest = batch
             .tasks
             .iter()
@@ -408,7 +409,7 @@ impl GraphModels {
             *slowdowns[kind.index()].get_or_init(|| slowdown_in(kind_speed, kind))
         };
         // Our predictions (`None` where a member cannot run the task).
-        let ours: Vec<Vec<Option<f64>>> = batch
+        let ours: PerTask<Vec<Option<f64>>> = batch
             .tasks
             .iter()
             .zip(facts)
@@ -442,16 +443,12 @@ impl GraphModels {
         }
         // A member without a prediction of ours takes the runtime's, where
         // it was read.
-        let cost: Vec<Vec<Option<f64>>> = ours
-            .into_iter()
-            .zip(facts)
-            .map(|(ours, f)| {
-                ours.into_iter()
-                    .enumerate()
-                    .map(|(m, c)| c.or_else(|| f.runtime.get(m).copied().flatten()))
-                    .collect()
-            })
-            .collect();
+        let mut cost = ours;
+        for (c, f) in cost.iter_mut().zip(facts) {
+            for (m, c) in c.iter_mut().enumerate() {
+                *c = c.or_else(|| f.runtime.get(m).copied().flatten());
+            }
+        }
         for (t, c) in batch.tasks.iter().zip(&cost) {
             let rate: f64 = c
                 .iter()
@@ -612,7 +609,7 @@ fn known_busy_s(cost: &[Vec<Option<f64>>], loads: &[f64], outstanding: usize) ->
 pub fn decide<T: GraphTask>(
     method: Method,
     batch: Batch<T>,
-    facts: Vec<Facts>,
+    facts: PerTask<Facts>,
     costs: Costs,
 ) -> Decided<T> {
     let Batch {
@@ -636,11 +633,11 @@ pub fn decide<T: GraphTask>(
     // What is left to run, spread over every member: the outstanding
     // tasks at the mean area. A task's slack is that less its rank.
     let area_s = outstanding as f64 * costs.mean_area_s;
-    let mut decisions = Vec::with_capacity(tasks.len());
+    let mut decisions: PerTask<(Placed<T>, usize, f64, f64)> = PerTask::new();
     let mut stranded = Vec::new();
     let mut deferred = Vec::new();
-    let mut graph_tasks = Vec::new();
-    let mut graph_meta = Vec::new();
+    let mut graph_tasks: PerTask<DagTask> = PerTask::new();
+    let mut graph_meta: PerTask<T> = PerTask::new();
     for (k, ((task, f), cost)) in tasks.into_iter().zip(facts).zip(costs.cost).enumerate() {
         if f.capable.iter().all(Option::is_none) {
             stranded.push(task);
@@ -726,7 +723,7 @@ pub fn decide<T: GraphTask>(
         });
         graph_meta.push(task);
     }
-    let workers: Vec<DagWorker> = members
+    let workers: PerWorker<DagWorker> = members
         .iter()
         .zip(loads)
         .zip(by_priority)
@@ -835,7 +832,7 @@ mod tests {
             inbound: vec![false; 2],
             rotate: 0,
             outstanding: 0,
-            ranks: Vec::new(),
+            ranks: PerTask::new(),
             room: Vec::new(),
         }
     }
@@ -870,7 +867,7 @@ mod tests {
                 loads: vec![0.0, 10.0],
                 by_priority: vec![Vec::new(), vec![(0, 10.0)]],
                 outstanding,
-                ranks,
+                ranks: ranks.into(),
                 ..batch(&[(1, 1)])
             };
             let facts = b.facts();
@@ -1048,7 +1045,7 @@ mod tests {
         // The CPU alone, which we have no prediction for, is asked about.
         let faster = predicted(&urgent, [Some(0.02), Some(0.01)]);
         assert_eq!(
-            known_on_gpu().wants_runtime_predictions(&faster),
+            known_on_gpu().wants_runtime_predictions(&faster).to_vec(),
             vec![vec![true, false]]
         );
         // Where the runtime predicts the CPU, that is its cost (ours stays
@@ -1060,8 +1057,8 @@ mod tests {
             let b = predicted(&urgent, [Some(cpu_s), Some(0.01)]);
             let facts = b.facts_with(&[vec![true, true]]);
             let costs = m.costs(&b, &facts);
-            assert_eq!(costs.cost, vec![vec![Some(cpu_s), Some(0.05)]]);
-            assert_eq!(costs.train, vec![None]);
+            assert_eq!(costs.cost.to_vec(), vec![vec![Some(cpu_s), Some(0.05)]]);
+            assert_eq!(costs.train.to_vec(), vec![None]);
             decide(Method::Heft, b, facts, costs).decisions[0].worker
         };
         assert_eq!(worker_for(0.02), 0);
@@ -1071,12 +1068,15 @@ mod tests {
         let mut m = known_on_gpu();
         let none = predicted(&urgent, [None, None]);
         assert_eq!(trains_in(&mut m, &none), vec![None]);
-        assert_eq!(m.wants_runtime_predictions(&none), vec![vec![false, false]]);
+        assert_eq!(
+            m.wants_runtime_predictions(&none).to_vec(),
+            vec![vec![false, false]]
+        );
         // Once the CPU has a prediction of ours, it is not asked about.
         let mut m = known_on_gpu();
         m.book.record_now(0, 1, 1.0, 0.3);
         assert_eq!(
-            m.wants_runtime_predictions(&faster),
+            m.wants_runtime_predictions(&faster).to_vec(),
             vec![vec![false, false]]
         );
         // A batch of one kind's workers asks for none.
@@ -1089,7 +1089,7 @@ mod tests {
             ..predicted(&urgent, [Some(0.02), Some(0.05)])
         };
         assert_eq!(
-            known_on_gpu().wants_runtime_predictions(&one_kind),
+            known_on_gpu().wants_runtime_predictions(&one_kind).to_vec(),
             vec![Vec::<bool>::new()]
         );
     }
@@ -1124,6 +1124,6 @@ mod tests {
             ..batch(&[(3, 9)])
         };
         let facts = b.facts();
-        assert_eq!(hopeless.costs(&b, &facts).train, vec![Some(0)]);
+        assert_eq!(hopeless.costs(&b, &facts).train.to_vec(), vec![Some(0)]);
     }
 }

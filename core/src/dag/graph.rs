@@ -41,7 +41,7 @@ use std::collections::VecDeque;
 use super::decide::{Batch, Decided, GraphTask, Member};
 use super::lines::{Line, Placed, data_coming, queue_placed, steal_placed};
 use super::ready::ReadyList;
-use super::{DATA_PENALTY, concurrent_share};
+use super::{DATA_PENALTY, PerTask, concurrent_share};
 use crate::balance::WorkerKind;
 use crate::sleepers::Sleepers;
 use crate::worker_queues::{Glance, QueueSet};
@@ -433,7 +433,7 @@ impl<T: GraphTask> GraphSched<T> {
                 .zip(&glances)
                 .map(|(m, g)| (m.id, g.len)),
         );
-        let tasks: Vec<T> = self.ready.take(n);
+        let tasks = self.ready.take(n);
         self.rotate = self.rotate.wrapping_add(1);
         let k = self.members.len();
         let (mut loads, mut queued, mut by_priority, mut inbound) = (
@@ -468,7 +468,7 @@ impl<T: GraphTask> GraphSched<T> {
             members: self.members.clone(),
             rotate: self.rotate,
             outstanding: 0,
-            ranks: Vec::new(),
+            ranks: PerTask::new(),
             room,
         })
     }
@@ -744,7 +744,7 @@ impl<T: GraphTask> GraphSched<T> {
 
     /// Takes every task held (at deinit; normally none), the lines' too.
     pub fn drain(&mut self, lines: &impl QueueSet<Placed<T>>) -> Vec<T> {
-        let mut out: Vec<T> = self.ready.take(usize::MAX);
+        let mut out: Vec<T> = self.ready.take(usize::MAX).into_vec();
         out.extend(self.waiting.drain(..));
         for w in 0..self.kinds.len() {
             let all = lines.with(w, |q| q.take_all()).unwrap_or_default();
@@ -1211,7 +1211,7 @@ mod tests {
         // Worker 0 queues, at 5 s, a task placed on worker 1 (which worker
         // 0 cannot run, so it is not stolen back) with 2 s of slack.
         let decided = Decided {
-            decisions: vec![super::super::decide::Decision {
+            decisions: smallvec::smallvec![super::super::decide::Decision {
                 placed: Placed::new(Tile::job(7), 0, vec![None, Some(1.0)], vec![0.0; 2]),
                 worker: 1,
                 est_s: 1.0,

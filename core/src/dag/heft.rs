@@ -64,7 +64,7 @@ pub fn place(tasks: &[DagTask], workers: &[DagWorker], most_accelerated: Option<
     let mut inbound: PerWorker<bool> = workers.iter().map(|w| w.inbound).collect();
     let mut coming = inbound.iter().filter(|&&b| b).count();
     let mut room: PerWorker<usize> = workers.iter().map(|w| w.room).collect();
-    let mut out = vec![usize::MAX; tasks.len()];
+    let mut out: PerTask<usize> = smallvec::smallvec![usize::MAX; tasks.len()];
     let mut offloaded = 0;
     // Per task: (worker, score waiting for the whole backlog, score
     // overtaking when past the slack, compute time there).
@@ -164,27 +164,27 @@ mod tests {
         let w = [cpu(0.0), cpu(0.0), gpu(1, 0.5)];
         let mut t = task(&w, 2.0, 1.0);
         t.slack_s = 4.0;
-        assert_eq!(place(&[t.clone()], &w, None).at, vec![2]);
+        assert_eq!(place(&[t.clone()], &w, None).at.to_vec(), vec![2]);
         // With GEMM-like work seen (speedup 30), a CPU takes it: 1 s later
         // than the GPU's time, within half its slack and twice the GPU's
         // backlog.
-        assert_eq!(place(&[t.clone()], &w, Some(30.0)).at, vec![0]);
+        assert_eq!(place(&[t.clone()], &w, Some(30.0)).at.to_vec(), vec![0]);
         // The second CPU takes the next one, the first being busy.
         let two = place(&[t.clone(), t.clone()], &w, Some(30.0));
-        assert_eq!((two.at, two.offloaded), (vec![0, 1], 2));
+        assert_eq!((two.at.to_vec(), two.offloaded), (vec![0, 1], 2));
         // A task with too little slack stays on the GPU.
         t.slack_s = 1.0;
         let kept = place(&[t], &w, Some(30.0));
-        assert_eq!((kept.at, kept.offloaded), (vec![2], 0));
+        assert_eq!((kept.at.to_vec(), kept.offloaded), (vec![2], 0));
         // So does a strongly accelerated one (speedup 20 > 15).
         let mut gemm = task(&w, 20.0, 1.0);
         gemm.slack_s = 100.0;
-        assert_eq!(place(&[gemm], &w, Some(30.0)).at, vec![2]);
+        assert_eq!(place(&[gemm], &w, Some(30.0)).at.to_vec(), vec![2]);
         // And one whose GPU has no work queued to run meanwhile.
         let idle = [cpu(0.0), cpu(0.0), gpu(1, 0.0)];
         let mut t = task(&idle, 2.0, 1.0);
         t.slack_s = 4.0;
-        assert_eq!(place(&[t], &idle, Some(30.0)).at, vec![2]);
+        assert_eq!(place(&[t], &idle, Some(30.0)).at.to_vec(), vec![2]);
     }
 
     #[test]
@@ -194,7 +194,7 @@ mod tests {
         // the latter submitted first: HEFT places the GEMM first on the
         // GPU; the POTRF then finishes earlier on the CPU (2 < 1 + 1).
         let tasks = vec![task(&w, 2.0, 1.0), task(&w, 20.0, 1.0)];
-        assert_eq!(place(&tasks, &w, None).at, vec![0, 1]);
+        assert_eq!(place(&tasks, &w, None).at.to_vec(), vec![0, 1]);
     }
 
     #[test]
@@ -203,10 +203,10 @@ mod tests {
         let mut t = task(&w, 10.0, 1.0);
         // Data lives on node 2: going to node 1 costs 3 s of transfer.
         t.transfer_s = vec![3.0, 0.0];
-        assert_eq!(place(&[t.clone()], &w, None).at, vec![1]);
+        assert_eq!(place(&[t.clone()], &w, None).at.to_vec(), vec![1]);
         // Unless node 2's worker is busy for longer than the transfer.
         let w = [gpu(1, 0.0), gpu(2, 5.0)];
-        assert_eq!(place(&[t], &w, None).at, vec![0]);
+        assert_eq!(place(&[t], &w, None).at.to_vec(), vec![0]);
     }
 
     #[test]
@@ -219,19 +219,19 @@ mod tests {
         t.priority = 1;
         // With slack to spare it waits for the whole backlog: the CPU
         // (5 s) beats the GPU (11 s).
-        assert_eq!(place(&[t.clone()], &w, None).at, vec![0]);
+        assert_eq!(place(&[t.clone()], &w, None).at.to_vec(), vec![0]);
         t.slack_s = 10.0;
         assert_eq!(
-            place(&[t.clone()], &w, None).at,
+            place(&[t.clone()], &w, None).at.to_vec(),
             vec![0],
             "waiting 10 s is within the slack"
         );
         // Past its slack it overtakes the queued work: 1 s on the GPU.
         t.slack_s = 2.0;
-        assert_eq!(place(&[t.clone()], &w, None).at, vec![1]);
+        assert_eq!(place(&[t.clone()], &w, None).at.to_vec(), vec![1]);
         // Work of its own priority is not overtaken.
         w[1].queued_by_priority = vec![(1, 10.0)];
-        assert_eq!(place(&[t], &w, None).at, vec![0]);
+        assert_eq!(place(&[t], &w, None).at.to_vec(), vec![0]);
     }
 
     #[test]
@@ -245,14 +245,14 @@ mod tests {
         t.slack_s = 0.0;
         // 1 s on the GPU: overtaking gains 4 s over the CPU's 5, more
         // than the 1 s it delays the GPU's work.
-        assert_eq!(place(&[t.clone()], &w, None).at, vec![1]);
+        assert_eq!(place(&[t.clone()], &w, None).at.to_vec(), vec![1]);
         // 4 s on the GPU: it would gain 1 s and delay that work by 4; it
         // waits for the whole backlog there (14 s) and the CPU wins.
         t.cost_s[1] = Some(4.0);
-        assert_eq!(place(&[t.clone()], &w, None).at, vec![0]);
+        assert_eq!(place(&[t.clone()], &w, None).at.to_vec(), vec![0]);
         // Gaining exactly its own time is enough: 2.5 s on the GPU.
         t.cost_s[1] = Some(2.5);
-        assert_eq!(place(&[t], &w, None).at, vec![1]);
+        assert_eq!(place(&[t], &w, None).at.to_vec(), vec![1]);
     }
 
     #[test]
@@ -268,13 +268,13 @@ mod tests {
         t.transfer_s[0] = 0.0;
         // Nothing on its way anywhere: that transfer runs alone (1 s), so
         // an idle GPU scores 1 + 1 + 8 = 10, before GPU 0 (13.5).
-        assert_eq!(place(&[t.clone()], &w, None).at, vec![1]);
+        assert_eq!(place(&[t.clone()], &w, None).at.to_vec(), vec![1]);
         // Data on its way to the 7 others: the bus is shared as StarPU
         // predicts (8 s; 17 in all), and GPU 0 wins.
         for g in &mut w[1..] {
             g.inbound = true;
         }
-        assert_eq!(place(&[t.clone()], &w, None).at, vec![0]);
+        assert_eq!(place(&[t.clone()], &w, None).at.to_vec(), vec![0]);
         // Within a batch, each placement with a transfer counts for the
         // next: 8 such tasks, 1 s each on an idle GPU at first; the share
         // grows with each transfer placed (2/8, 3/8 ... of 8 s).
@@ -301,10 +301,10 @@ mod tests {
         let w = [gpu(1, 1.5), gpu(2, 0.0)];
         let mut t = task(&w, 10.0, 1.0);
         t.transfer_s = vec![0.0, 2.0];
-        assert_eq!(place(&[t.clone()], &w, None).at, vec![0]);
+        assert_eq!(place(&[t.clone()], &w, None).at.to_vec(), vec![0]);
         // With 3.5 s of work on GPU 0 (finish 4.5) GPU 1 wins.
         let w = [gpu(1, 3.5), gpu(2, 0.0)];
-        assert_eq!(place(&[t], &w, None).at, vec![1]);
+        assert_eq!(place(&[t], &w, None).at.to_vec(), vec![1]);
     }
 
     #[test]
@@ -318,13 +318,13 @@ mod tests {
         let w = [cpu(0.0), g];
         let mut t = task(&w, 4.0, 1.0);
         t.priority = 5;
-        assert_eq!(place(&[t.clone()], &w, None).at, vec![0]);
+        assert_eq!(place(&[t.clone()], &w, None).at.to_vec(), vec![0]);
         // With 2 s queued it goes to the GPU (3 < 4), whatever its priority.
         let mut g = gpu(1, 2.0);
         g.queued_by_priority = vec![(9, 2.0)];
         let w = [cpu(0.0), g];
         t.priority = 0;
-        assert_eq!(place(&[t], &w, None).at, vec![1]);
+        assert_eq!(place(&[t], &w, None).at.to_vec(), vec![1]);
     }
 
     #[test]
@@ -336,21 +336,21 @@ mod tests {
         let mut w = [cpu(0.0), gpu(1, 0.0)];
         w[1].room = 1;
         let tasks: Vec<_> = (0..3).map(|_| task(&w, 5.0, 1.0)).collect();
-        assert_eq!(place(&tasks, &w, None).at, vec![1, HELD, HELD]);
+        assert_eq!(place(&tasks, &w, None).at.to_vec(), vec![1, HELD, HELD]);
         // A task the CPU finishes first goes there, room or not on the GPU.
         w[1].room = 0;
         w[1].load_s = 4.5;
-        assert_eq!(place(&tasks[..1], &w, None).at, vec![0]);
+        assert_eq!(place(&tasks[..1], &w, None).at.to_vec(), vec![0]);
         // Without room on the CPU either, it is held too.
         w[0].room = 0;
-        assert_eq!(place(&tasks[..1], &w, None).at, vec![HELD]);
+        assert_eq!(place(&tasks[..1], &w, None).at.to_vec(), vec![HELD]);
         // Unless it is past its slack and overtakes the GPU's queued work
         // (priority 0): then it waits for none of it and is placed.
         w[1].queued_by_priority = vec![(0, 4.5)];
         let mut urgent = tasks[0].clone();
         urgent.priority = 1;
         urgent.slack_s = 1.0;
-        assert_eq!(place(&[urgent], &w, None).at, vec![1]);
+        assert_eq!(place(&[urgent], &w, None).at.to_vec(), vec![1]);
     }
 
     #[test]
@@ -358,9 +358,9 @@ mod tests {
         let w = [cpu(0.0), gpu(1, 100.0)];
         let mut t = task(&w, 1.0, 1.0);
         t.cost_s[0] = None;
-        assert_eq!(place(&[t], &w, None).at, vec![1]);
+        assert_eq!(place(&[t], &w, None).at.to_vec(), vec![1]);
         let mut none = task(&w, 1.0, 1.0);
         none.cost_s = vec![None, None];
-        assert_eq!(place(&[none], &w, None).at, vec![usize::MAX]);
+        assert_eq!(place(&[none], &w, None).at.to_vec(), vec![usize::MAX]);
     }
 }

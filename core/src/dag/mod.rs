@@ -48,10 +48,11 @@ use crate::balance::WorkerKind;
 /// that size), on the heap beyond. Never moved between functions: large.
 pub(crate) type PerWorker<T> = SmallVec<[T; 16]>;
 
-/// A placement's temporary list indexed by a batch's tasks: on the stack
-/// up to 4 (batches of a task or two are the common case of a graph that
-/// runs as it is submitted).
-pub(crate) type PerTask<T> = SmallVec<[T; 4]>;
+/// A list indexed by a batch's tasks: inline up to 4 (batches of a task
+/// or two are the common case of a graph that runs as it is submitted:
+/// no allocation for the list then). Its elements are small (a few
+/// words), so moving one costs little.
+pub type PerTask<T> = SmallVec<[T; 4]>;
 
 /// A worker as a batch placement sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -191,7 +192,7 @@ pub fn place(
     match method {
         Method::Heft => heft::place(tasks, workers, most_accelerated),
         Method::Dada { alpha, eps, cp } => Placement {
-            at: dada::place(tasks, workers, alpha, eps, cp),
+            at: dada::place(tasks, workers, alpha, eps, cp).into(),
             offloaded: 0,
         },
     }
@@ -215,7 +216,7 @@ pub fn distinct_accelerator_nodes(workers: impl IntoIterator<Item = (WorkerKind,
 #[derive(Debug, Clone, PartialEq)]
 pub struct Placement {
     /// Each task's worker index, [`HELD`], or `usize::MAX` (see [`place`]).
-    pub at: Vec<usize>,
+    pub at: PerTask<usize>,
     /// Tasks placed on a CPU worker by HEFT's CPU offload
     /// ([`offload`]) rather than on the accelerator that finishes them
     /// first.

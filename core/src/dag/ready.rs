@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::PerTask;
 use super::decide::GraphTask;
 
 /// Tasks waiting to be placed.
@@ -79,8 +80,8 @@ impl<T: GraphTask> ReadyList<T> {
     }
 
     /// Takes up to `n` tasks, highest priority first.
-    pub fn take(&mut self, n: usize) -> Vec<T> {
-        let mut out = Vec::with_capacity(n.min(self.len));
+    pub fn take(&mut self, n: usize) -> PerTask<T> {
+        let mut out = PerTask::with_capacity(n.min(self.len));
         while out.len() < n {
             let Some(mut entry) = self.queues.last_entry() else {
                 break;
@@ -122,7 +123,7 @@ mod tests {
         }
     }
 
-    fn ids(v: Vec<Tile>) -> Vec<usize> {
+    fn ids(v: PerTask<Tile>) -> Vec<usize> {
         v.into_iter().map(|t| t.id).collect()
     }
 

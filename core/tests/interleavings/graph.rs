@@ -51,8 +51,8 @@ impl GraphTask for Fake {
 
 /// A batch on its way out of the lock, and back placed.
 pub enum Placing {
-    Batch(Batch<Fake>),
-    Placed(Decided<Fake>),
+    Batch(Box<Batch<Fake>>),
+    Placed(Box<Decided<Fake>>),
     /// The own-line pop found nothing: the scheduler's steps next.
     Locked,
 }
@@ -213,7 +213,7 @@ impl Side for Graph {
             };
         }
         let back = back.and_then(|b| match b {
-            Placing::Placed(d) => Some(d),
+            Placing::Placed(d) => Some(*d),
             Placing::Locked => None,
             Placing::Batch(_) => unreachable!("placed before stepping again"),
         });
@@ -222,7 +222,7 @@ impl Side for Graph {
             .sched
             .pop_step(w, node, now, sleepers, round, back, lines)
         {
-            GraphStep::Place(batch, wake) => Step::Work(Placing::Batch(*batch), wake),
+            GraphStep::Place(batch, wake) => Step::Work(Placing::Batch(batch), wake),
             GraphStep::Task(t, wake) => {
                 self.locked_pops += 1;
                 Step::Task(t, wake)
@@ -238,14 +238,14 @@ impl Side for Graph {
             Placing::Placed(_) => unreachable!("a batch to place"),
         };
         if self.ranked {
-            batch.ranks = vec![0.0; batch.tasks.len()];
+            batch.ranks = smallvec::smallvec![0.0; batch.tasks.len()];
             batch.outstanding = self.outstanding.max(batch.tasks.len());
         }
         let facts = batch.facts();
         let costs = self.models.costs(&batch, &facts);
-        let decided = decide(self.method, batch, facts, costs);
+        let decided = decide(self.method, *batch, facts, costs);
         self.offloaded += decided.offloaded;
-        Placing::Placed(decided)
+        Placing::Placed(Box::new(decided))
     }
 
     fn task_of(run: &Fake) -> usize {
