@@ -147,6 +147,9 @@ pub struct DagPolicy {
     /// Tasks HEFT's CPU offload placed on a CPU worker (for the summary).
     cpu_offloads: AtomicU64,
     models: Mutex<Models>,
+    /// Whether the models file was read (`Models::persisted` is open): set
+    /// once, so that placements check it without the models lock.
+    models_open: AtomicBool,
     /// The upward ranks found so far (taken by the placing worker only).
     ranks: Mutex<Ranked>,
     /// Tasks completed since the last placement, whose ranks are dropped
@@ -200,7 +203,9 @@ impl DagPolicy {
         // The models file is read once, at the first placement (StarPU's
         // workers are up and named: the file's identity names them), with
         // no lock held.
-        if !relaxed_lock(&self.models).persisted.is_open() {
+        if !self.models_open.load(Ordering::Acquire)
+            && !relaxed_lock(&self.models).persisted.is_open()
+        {
             let mut file = Persisted::default();
             file.open();
             let mut models = relaxed_lock(&self.models);
@@ -220,27 +225,43 @@ impl DagPolicy {
                     }
                 }
             }
+            self.models_open.store(true, Ordering::Release);
         }
         // A codelet's first tasks: its saved samples (read from the file
         // when the workers joined) seed our models, fitted without the
-        // models lock and installed before the predictions.
-        let workers: Vec<usize> = batch.members.iter().map(|m| m.id).collect();
-        let seeds: Vec<(RefitJob, FitConfig)> = {
+        // models lock and installed before the predictions. StarPU's own
+        // predictions are asked for the members ours have none for, after
+        // the seeding (a seeded model is a prediction of ours): under the
+        // same hold of the lock when nothing was seeded (the common case).
+        let wants = |graph: &GraphModels, batch: &Batch<Task>| {
+            if self.starpu_models {
+                graph.wants_runtime_predictions(batch)
+            } else {
+                PerTask::new()
+            }
+        };
+        let (seeds, mut asked) = {
             let mut models = relaxed_lock(&self.models);
             let Models { graph, persisted } = &mut *models;
-            let mut jobs = Vec::new();
+            let mut jobs: Vec<(RefitJob, FitConfig)> = Vec::new();
             for t in &batch.tasks {
                 let codelet = t.codelet_key();
                 if persisted.seen(codelet) {
                     continue;
                 }
+                let workers: Vec<usize> = batch.members.iter().map(|m| m.id).collect();
                 for (w, samples) in persisted.first_sight(codelet, t.codelet_name(), &workers) {
                     if let Some(job) = graph.book.seed_job(w, codelet, &samples) {
                         jobs.push((job, graph.book.fit_config().clone()));
                     }
                 }
             }
-            jobs
+            let asked = if jobs.is_empty() {
+                wants(graph, &batch)
+            } else {
+                PerTask::new()
+            };
+            (jobs, asked)
         };
         if !seeds.is_empty() {
             let fitted: Vec<_> = seeds.into_iter().map(|(j, cfg)| j.run(&cfg)).collect();
@@ -248,17 +269,10 @@ impl DagPolicy {
             for f in fitted {
                 models.graph.book.install(f);
             }
+            asked = wants(&models.graph, &batch);
         }
         // StarPU's view of each task: capability, transfers, affinity, and
-        // its own predictions on the workers ours have none for (asked
-        // after the seeding above: a seeded model is a prediction of ours).
-        let asked = if self.starpu_models {
-            relaxed_lock(&self.models)
-                .graph
-                .wants_runtime_predictions(&batch)
-        } else {
-            PerTask::new()
-        };
+        // its own predictions where asked.
         let facts = batch.facts_with(&asked);
         if self.ranked {
             batch.ranks = self.upward_ranks(&batch);
@@ -439,6 +453,7 @@ impl SchedPolicy for DagPolicy {
                 models.graph.set_cpu_offload(tuning.cpu_offload);
                 models
             }),
+            models_open: AtomicBool::new(false),
             ranks: Mutex::new(Ranked::default()),
             done: Mutex::new(Some(Vec::new())),
             ranked: method == Method::Heft,

@@ -126,6 +126,39 @@ pub struct Decided<T> {
     /// The worker kinds (as in [`WorkerKind::ALL`]) with a member able to
     /// run some task of the batch.
     pub capable_kinds: [bool; WorkerKind::ALL.len()],
+    /// The batch's per-member lists, for the next batch to refill.
+    pub spare: Spare,
+}
+
+/// A placed batch's per-member lists, handed back for the next batch to
+/// refill (cleared first): a batch then allocates none of them once they
+/// have grown to the context's size.
+#[derive(Debug, Default)]
+pub struct Spare {
+    /// [`Batch::members`].
+    pub members: Vec<Member>,
+    /// [`Batch::loads`].
+    pub loads: Vec<f64>,
+    /// [`Batch::queued`].
+    pub queued: Vec<usize>,
+    /// [`Batch::by_priority`] (its entries' lists moved out).
+    pub by_priority: Vec<Vec<(i32, f64)>>,
+    /// [`Batch::inbound`].
+    pub inbound: Vec<bool>,
+    /// [`Batch::room`].
+    pub room: Vec<usize>,
+}
+
+impl Spare {
+    /// Empties every list (their capacity kept).
+    pub fn clear(&mut self) {
+        self.members.clear();
+        self.loads.clear();
+        self.queued.clear();
+        self.by_priority.clear();
+        self.inbound.clear();
+        self.room.clear();
+    }
 }
 
 impl<T> Decided<T> {
@@ -138,6 +171,7 @@ impl<T> Decided<T> {
             held: Vec::new(),
             offloaded: 0,
             capable_kinds: [false; WorkerKind::ALL.len()],
+            spare: Spare::default(),
         }
     }
 }
@@ -617,7 +651,7 @@ pub fn decide<T: GraphTask>(
         members,
         mut loads,
         mut queued,
-        by_priority,
+        mut by_priority,
         inbound,
         rotate,
         outstanding,
@@ -725,16 +759,16 @@ pub fn decide<T: GraphTask>(
     }
     let workers: PerWorker<DagWorker> = members
         .iter()
-        .zip(loads)
-        .zip(by_priority)
-        .zip(inbound)
+        .zip(&loads)
+        .zip(by_priority.iter_mut())
+        .zip(&inbound)
         .enumerate()
         .map(
-            |(i, (((m, load_s), queued_by_priority), inbound))| DagWorker {
+            |(i, (((m, &load_s), queued_by_priority), &inbound))| DagWorker {
                 kind: m.kind,
                 node: m.node,
                 load_s,
-                queued_by_priority,
+                queued_by_priority: std::mem::take(queued_by_priority),
                 inbound,
                 room: room.get(i).copied().unwrap_or(usize::MAX),
             },
@@ -805,6 +839,14 @@ pub fn decide<T: GraphTask>(
         held,
         offloaded: placement.offloaded,
         capable_kinds,
+        spare: Spare {
+            members,
+            loads,
+            queued,
+            by_priority,
+            inbound,
+            room,
+        },
     }
 }
 

@@ -38,7 +38,7 @@
 
 use std::collections::VecDeque;
 
-use super::decide::{Batch, Decided, GraphTask, Member};
+use super::decide::{Batch, Decided, GraphTask, Member, Spare};
 use super::lines::{Line, Placed, data_coming, queue_placed, steal_placed};
 use super::ready::ReadyList;
 use super::{DATA_PENALTY, PerTask, concurrent_share};
@@ -118,6 +118,8 @@ pub struct GraphSched<T> {
     /// The members' glances as the last batch was taken (kept to reuse
     /// its room).
     glances: Vec<Glance>,
+    /// The last placed batch's per-member lists, refilled by the next.
+    spare: Spare,
     /// The worker kinds (as in [`WorkerKind::ALL`]) found able to run a
     /// task of some batch placed so far: with a window, only their lines'
     /// room sizes a batch ([`GraphSched::take_batch`]).
@@ -186,6 +188,7 @@ impl<T: GraphTask> GraphSched<T> {
             stirred: false,
             taken_lens: Vec::new(),
             glances: Vec::new(),
+            spare: Spare::default(),
             capable_kinds: [false; WorkerKind::ALL.len()],
             lone: false,
         }
@@ -389,15 +392,24 @@ impl<T: GraphTask> GraphSched<T> {
                 .map(|m| lines.glance(m.id).unwrap_or_default()),
         );
         let window = self.windowed();
-        let room: Vec<usize> = match window {
-            None => Vec::new(),
-            Some(w) => self
-                .members
-                .iter()
-                .zip(&glances)
-                .map(|(m, g)| w.cap(m.kind == WorkerKind::Cpu).saturating_sub(g.len))
-                .collect(),
-        };
+        let mut spare = std::mem::take(&mut self.spare);
+        spare.clear();
+        let Spare {
+            mut members,
+            mut loads,
+            mut queued,
+            mut by_priority,
+            mut inbound,
+            mut room,
+        } = spare;
+        if let Some(w) = window {
+            room.extend(
+                self.members
+                    .iter()
+                    .zip(&glances)
+                    .map(|(m, g)| w.cap(m.kind == WorkerKind::Cpu).saturating_sub(g.len)),
+            );
+        }
         let mut n = self.ready.len().min(BATCH_MAX);
         if window.is_some() {
             // The room of a kind no task placed so far could run does not
@@ -420,6 +432,15 @@ impl<T: GraphTask> GraphSched<T> {
                 .fold(0, |a, (_, &r)| a.saturating_add(r));
             if total == 0 {
                 self.blocked = true;
+                self.glances = glances;
+                self.spare = Spare {
+                    members,
+                    loads,
+                    queued,
+                    by_priority,
+                    inbound,
+                    room,
+                };
                 return None;
             }
             n = n.min(total);
@@ -435,13 +456,7 @@ impl<T: GraphTask> GraphSched<T> {
         );
         let tasks = self.ready.take(n);
         self.rotate = self.rotate.wrapping_add(1);
-        let k = self.members.len();
-        let (mut loads, mut queued, mut by_priority, mut inbound) = (
-            Vec::with_capacity(k),
-            Vec::with_capacity(k),
-            Vec::with_capacity(k),
-            Vec::with_capacity(k),
-        );
+        members.extend(self.members.iter().copied());
         for (m, g) in self.members.iter().zip(&glances) {
             loads.push(g.load_s(now));
             queued.push(g.len);
@@ -465,7 +480,7 @@ impl<T: GraphTask> GraphSched<T> {
             queued,
             by_priority,
             inbound,
-            members: self.members.clone(),
+            members,
             rotate: self.rotate,
             outstanding: 0,
             ranks: PerTask::new(),
@@ -539,6 +554,7 @@ impl<T: GraphTask> GraphSched<T> {
             );
             self.stranded.extend(decided.stranded);
         }
+        self.spare = decided.spare;
         self.activating = false;
         wake
     }
@@ -902,6 +918,41 @@ mod tests {
             s.push(task(id), &sleepers);
         }
         (sizes[0], sizes[1])
+    }
+
+    /// A placed batch hands its per-member lists back and the next batch
+    /// refills them: activations after the first allocate none of them.
+    #[test]
+    fn the_next_batch_refills_the_last_ones_lists() {
+        let (sleepers, mut s) = cpu_and_gpu::<Tile>(Window {
+            accelerator: 60,
+            cpu: 60,
+        });
+        let lines: PlainQueues<Placed<Tile>> = PlainQueues::new(2);
+        let mut models = GraphModels::default();
+        models.book.record_now(0, 1, 1.0, 1.0);
+        models.book.record_now(1, 1, 1.0, 1.0);
+        let mut seen = Vec::new();
+        for id in 1..=3 {
+            s.push(Tile::job(id), &sleepers);
+            let mut round = GraphRound::default();
+            let mut back = None;
+            while let GraphStep::Place(batch, _) =
+                s.pop_step(0, 0, 0.0, &sleepers, &mut round, back.take(), &lines)
+            {
+                assert_eq!(batch.members.len(), 2);
+                seen.push((
+                    batch.members.as_ptr(),
+                    batch.loads.as_ptr(),
+                    batch.room.as_ptr(),
+                ));
+                let facts = batch.facts();
+                let costs = models.costs(&batch, &facts);
+                back = Some(decide(Method::Heft, *batch, facts, costs));
+            }
+        }
+        assert_eq!(seen.len(), 3, "one activation per task pushed");
+        assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
     }
 
     /// With a window, a batch is sized by the room of the kinds able to

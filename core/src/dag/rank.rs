@@ -18,6 +18,9 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 /// (so at most twice this many ranks, a few MiB, are ever kept).
 pub const RANKS_CAP: usize = 1 << 17;
 
+/// The largest set of reached tasks kept from one walk to the next.
+const KEPT_SEEN: usize = 1024;
+
 /// A task reached by a walk and not ranked yet, with its successors.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unranked {
@@ -31,6 +34,11 @@ pub struct Unranked {
 #[derive(Debug, Default)]
 pub struct UpwardRanks {
     rank: HashMap<usize, f64>,
+    /// A walk's tasks reached, and its path as (task, its successors, the
+    /// next successor to visit): kept between walks, emptied, so that a
+    /// walk allocates neither once they have grown.
+    seen: HashSet<usize>,
+    stack: Vec<(usize, Vec<usize>, usize)>,
 }
 
 impl UpwardRanks {
@@ -54,24 +62,24 @@ impl UpwardRanks {
     /// needs), reaching at most `limit` tasks; `succs_of` gives a task's
     /// successors. A walk stops at ranked tasks.
     pub fn unranked(
-        &self,
+        &mut self,
         roots: &[usize],
         limit: usize,
         mut succs_of: impl FnMut(usize) -> Vec<usize>,
     ) -> Vec<Unranked> {
-        let mut seen = HashSet::default();
+        let UpwardRanks { rank, seen, stack } = self;
+        seen.clear();
+        stack.clear();
         let mut out = Vec::new();
-        // (task, its successors, the next successor to visit)
-        let mut stack: Vec<(usize, Vec<usize>, usize)> = Vec::new();
         for &root in roots {
-            if self.rank.contains_key(&root) || seen.len() >= limit || !seen.insert(root) {
+            if rank.contains_key(&root) || seen.len() >= limit || !seen.insert(root) {
                 continue;
             }
             stack.push((root, succs_of(root), 0));
             while let Some(top) = stack.last_mut() {
                 if let Some(&next) = top.1.get(top.2) {
                     top.2 += 1;
-                    if !self.rank.contains_key(&next) && seen.len() < limit && seen.insert(next) {
+                    if !rank.contains_key(&next) && seen.len() < limit && seen.insert(next) {
                         let succs = succs_of(next);
                         stack.push((next, succs, 0));
                     }
@@ -79,6 +87,11 @@ impl UpwardRanks {
                     out.push(Unranked { id, succs });
                 }
             }
+        }
+        // A large walk's set is not kept: emptying it would cost every
+        // later walk its whole size.
+        if seen.capacity() > KEPT_SEEN {
+            *seen = HashSet::default();
         }
         out
     }
