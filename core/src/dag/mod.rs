@@ -48,11 +48,15 @@ use crate::balance::WorkerKind;
 /// that size), on the heap beyond. Never moved between functions: large.
 pub(crate) type PerWorker<T> = SmallVec<[T; 16]>;
 
-/// A list indexed by a batch's tasks: inline up to 4 (batches of a task
-/// or two are the common case of a graph that runs as it is submitted:
-/// no allocation for the list then). Its elements are small (a few
-/// words), so moving one costs little.
-pub type PerTask<T> = SmallVec<[T; 4]>;
+/// A list indexed by a batch's tasks: inline for a batch of one task, on
+/// the heap beyond. Most activations place one task (a graph that runs
+/// as it is submitted: 6724 of 8122 and 6917 of 8265 batches in two runs
+/// of the 11480-task Cholesky of `scripts/overhead.sh` on 2 CPU workers,
+/// 1070 and 1142 of two tasks); inline room for more made
+/// every move of a batch and of its decisions copy it (measured: 26664
+/// instructions per task of `tasks_overhead` with room for 4, 26129 for
+/// 2, 25834 for 1).
+pub type PerTask<T> = SmallVec<[T; 1]>;
 
 /// A worker as a batch placement sees it.
 #[derive(Debug, Clone, PartialEq)]
