@@ -2,7 +2,8 @@
 # Two builds of our library against each other, run by run: the two figures
 # of scripts/overhead.sh (tasks_overhead -i 20000, µs per task; and
 # cholesky_implicit -size 40B -nblocks B, ms; B = OVERHEAD_NBLOCKS, 24 by
-# default: 2600 tasks), STARPU_NCPU = 2, 4 and 8,
+# default: 2600 tasks), STARPU_NCPU = 2, 4 and 8 (OVERHEAD_WORKERS, a
+# space-separated list, chooses others),
 # each policy given, A and B alternating in every repetition after one
 # uncounted run of each (our models learned, kept in one private
 # STARPU_HOME). Real runs on this machine's CPU workers, StarPU 1.4.10's
@@ -25,6 +26,10 @@ IFS=, read -r -a policies <<<"${4:-plb-heft,dada}"
 csv="${5:-target/overhead-ab.csv}"
 case "$reps" in '' | *[!0-9]*) echo "overhead-ab: repetitions must be a number" >&2; exit 2 ;; esac
 nblocks="${OVERHEAD_NBLOCKS:-24}"
+workers_list="${OVERHEAD_WORKERS:-2 4 8}"
+for w in $workers_list; do
+  case "$w" in *[!0-9]* | 0) echo "overhead-ab: OVERHEAD_WORKERS must list positive integers" >&2; exit 2 ;; esac
+done
 case "$nblocks" in '' | *[!0-9]* | 0 | 1) echo "overhead-ab: OVERHEAD_NBLOCKS must be an integer >= 2" >&2; exit 2 ;; esac
 # shellcheck source=scripts/lib/starpu14.sh
 source scripts/lib/starpu14.sh
@@ -49,7 +54,7 @@ mkdir -p "$(dirname "$csv")"
 echo "figure,workers,policy,library,rep,value" >"$csv"
 echo "overhead-ab: A=$a"
 echo "overhead-ab: B=$b"
-for ncpu in 2 4 8; do
+for ncpu in $workers_list; do
   for p in "${policies[@]}"; do
     for fig in tasks chol; do
       one "$fig" "$p" "$ncpu" "$a" >/dev/null

@@ -51,7 +51,7 @@ run() {
 counts() {
   local incl total
   incl="$(callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
-    grep -E 'callbacks::(pop_task|push_task|pre_exec_hook|post_exec_hook) \[' |
+    { grep -E 'callbacks::(pop_task|push_task|pre_exec_hook|post_exec_hook) \[' || true; } |
     awk '{gsub(",", "", $1); s += $1} END {print s + 0}')"
   total="$(callgrind_annotate "$1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1 + 0}')"
   python3 - "$1" "$incl" "$total" <<'PY'
@@ -92,7 +92,7 @@ done
 awk '{i[$1] = $2; c[$1] = $3; t[$1] = $4}
   END {
     printf "%-38s %10s %10s %7s\n", "per task", "A", "B", "B/A"
-    printf "%-38s %10d %10d %7.3f\n", "instructions in our callbacks", i["A"], i["B"], i["B"] / i["A"]
+    printf "%-38s %10d %10d %7.3f\n", "instructions in our callbacks", i["A"], i["B"], (i["A"] > 0 ? i["B"] / i["A"] : 0)
     printf "%-38s %10.1f %10.1f %7.3f\n", "Rust allocations", c["A"], c["B"], (c["A"] > 0 ? c["B"] / c["A"] : 0)
     printf "%-38s %10d %10d %7.3f\n", "instructions, whole program", t["A"], t["B"], t["B"] / t["A"]
   }' "$work/figures"
