@@ -56,8 +56,9 @@
 //! the placing worker alone (one places at a time), with the models lock
 //! inside it to price the tasks found; the successor lists are read from
 //! StarPU under it (a read of the task's list under StarPU's own lock,
-//! with no call back into the policy). `done` (tasks completed since, whose
-//! ranks are dropped) is taken alone, by `post_exec` and the placement.
+//! with no call back into the policy). The tasks completed since the
+//! previous batch, whose ranks are dropped, come with the batch (the
+//! scheduler lists them under `state`, which `post_exec` takes anyway).
 //! No placement, fit, file
 //! I/O or StarPU call that may call back runs under any of these locks
 //! (the rank walk is not a placement: it finds and prices tasks):
@@ -151,10 +152,7 @@ pub struct DagPolicy {
     /// once, so that placements check it without the models lock.
     models_open: AtomicBool,
     /// The upward ranks found so far (taken by the placing worker only).
-    ranks: Mutex<Ranked>,
-    /// Tasks completed since the last placement, whose ranks are dropped
-    /// (`None`: more than [`RANKS_CAP`], every rank is).
-    done: Mutex<Option<Vec<usize>>>,
+    ranks: Mutex<UpwardRanks>,
     /// Whether placements need the tasks' upward ranks (HEFT's slack).
     ranked: bool,
     /// Whether StarPU's predictions stand in where ours have none
@@ -172,14 +170,6 @@ pub struct DagPolicy {
     /// theirs in `lines`), members, idle flags, timers (batch placements
     /// and refits).
     g: Gauges,
-}
-
-/// The upward ranks, and a spare list for the tasks completed between two
-/// placements (see [`DagPolicy::upward_ranks`]).
-#[derive(Default)]
-struct Ranked {
-    ranks: UpwardRanks,
-    spare: Vec<usize>,
 }
 
 /// A key for a saved codelet's name, apart from live codelet keys (the
@@ -318,23 +308,17 @@ impl DagPolicy {
         decided
     }
 
-    /// Each batch task's upward rank: the graph below the batch is walked
-    /// where no rank is kept yet (StarPU's successor lists, under the
-    /// ranks' lock, which only the one placing worker takes), priced with
-    /// our models' cheapest prediction (the models lock), and ranked.
+    /// Each batch task's upward rank: the ranks of the tasks completed
+    /// since the previous batch are dropped (the batch lists them), the
+    /// graph below the batch is walked where no rank is kept yet
+    /// (StarPU's successor lists, under the ranks' lock, which only the
+    /// one placing worker takes), priced with our models' cheapest
+    /// prediction (the models lock), and ranked.
     fn upward_ranks(&self, batch: &Batch<Task>) -> PerTask<f64> {
-        let mut ranked = relaxed_lock(&self.ranks);
-        // The completed tasks' list is swapped with the spare one (no
-        // allocation per placement once both have grown).
-        let spare = std::mem::take(&mut ranked.spare);
-        let done = relaxed_lock(&self.done).replace(spare);
-        let Ranked { ranks, spare } = &mut *ranked;
-        match done {
-            Some(mut d) => {
-                ranks.forget(&d);
-                d.clear();
-                *spare = d;
-            }
+        let mut ranks = relaxed_lock(&self.ranks);
+        match &batch.completed {
+            Some(done) => ranks.forget(done),
+            // Too many to list: every rank is dropped.
             None => *ranks = UpwardRanks::default(),
         }
         // Most batches' tasks were ranked by an earlier walk: no walk then.
@@ -440,6 +424,9 @@ impl SchedPolicy for DagPolicy {
         let mut sched = GraphSched::new(n);
         sched.set_window(tuning.heft_window.filter(|_| method == Method::Heft));
         sched.set_data_penalty(method == Method::Heft);
+        // The ranks forget completed tasks: each batch brings those
+        // completed since the previous one.
+        sched.list_completed(method == Method::Heft);
         DagPolicy {
             name: info.name(),
             method,
@@ -454,8 +441,7 @@ impl SchedPolicy for DagPolicy {
                 models
             }),
             models_open: AtomicBool::new(false),
-            ranks: Mutex::new(Ranked::default()),
-            done: Mutex::new(Some(Vec::new())),
+            ranks: Mutex::new(UpwardRanks::default()),
             ranked: method == Method::Heft,
             starpu_models: tuning.starpu_models,
             prefetch_horizon: tuning.prefetch_horizon,
@@ -601,14 +587,6 @@ impl SchedPolicy for DagPolicy {
     ) -> Vec<WorkerId> {
         let now = now_s();
         let w = worker.index();
-        if self.ranked {
-            let mut done = relaxed_lock(&self.done);
-            match done.as_mut() {
-                Some(d) if d.len() < RANKS_CAP => d.push(task.addr()),
-                // Too many to list: every rank is dropped.
-                _ => *done = None,
-            }
-        }
         let kind = {
             let mut st = relaxed_lock(&self.state);
             st.finished(w, task.addr(), now, &self.lines);

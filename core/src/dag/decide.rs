@@ -79,6 +79,10 @@ pub struct Batch<T> {
     pub ranks: PerTask<f64>,
     /// Tasks each member's line may still take (empty: unbounded).
     pub room: Vec<usize>,
+    /// The ids of the tasks completed since the previous batch was taken,
+    /// when the scheduler lists them ([`super::graph::GraphSched::list_completed`];
+    /// `None`: more than [`super::rank::RANKS_CAP`], too many to list).
+    pub completed: Option<Vec<usize>>,
 }
 
 /// The runtime's view of one task: the implementation each member would
@@ -147,6 +151,8 @@ pub struct Spare {
     pub inbound: Vec<bool>,
     /// [`Batch::room`].
     pub room: Vec<usize>,
+    /// [`Batch::completed`]'s list (empty when it had none).
+    pub completed: Vec<usize>,
 }
 
 impl Spare {
@@ -158,6 +164,7 @@ impl Spare {
         self.by_priority.clear();
         self.inbound.clear();
         self.room.clear();
+        self.completed.clear();
     }
 }
 
@@ -657,6 +664,7 @@ pub fn decide<T: GraphTask>(
         outstanding,
         ranks,
         room,
+        completed,
     } = batch;
     let mut capable_kinds = [false; WorkerKind::ALL.len()];
     for f in &facts {
@@ -846,6 +854,7 @@ pub fn decide<T: GraphTask>(
             by_priority,
             inbound,
             room,
+            completed: completed.unwrap_or_default(),
         },
     }
 }
@@ -876,6 +885,7 @@ mod tests {
             outstanding: 0,
             ranks: PerTask::new(),
             room: Vec::new(),
+            completed: Some(Vec::new()),
         }
     }
 
@@ -1068,6 +1078,7 @@ mod tests {
             outstanding: b.outstanding,
             ranks: b.ranks,
             room: b.room,
+            completed: b.completed,
         }
     }
 

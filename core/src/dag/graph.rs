@@ -40,6 +40,7 @@ use std::collections::VecDeque;
 
 use super::decide::{Batch, Decided, GraphTask, Member, Spare};
 use super::lines::{Line, Placed, data_coming, queue_placed, steal_placed};
+use super::rank::RANKS_CAP;
 use super::ready::ReadyList;
 use super::{DATA_PENALTY, PerTask, concurrent_share};
 use crate::balance::WorkerKind;
@@ -120,6 +121,12 @@ pub struct GraphSched<T> {
     glances: Vec<Glance>,
     /// The last placed batch's per-member lists, refilled by the next.
     spare: Spare,
+    /// The ids of the tasks completed since the last batch was taken, when
+    /// listed ([`GraphSched::list_completed`]; `None`: more than
+    /// [`RANKS_CAP`]).
+    completed: Option<Vec<usize>>,
+    /// Whether completed tasks are listed.
+    listing_completed: bool,
     /// The worker kinds (as in [`WorkerKind::ALL`]) found able to run a
     /// task of some batch placed so far: with a window, only their lines'
     /// room sizes a batch ([`GraphSched::take_batch`]).
@@ -189,6 +196,8 @@ impl<T: GraphTask> GraphSched<T> {
             taken_lens: Vec::new(),
             glances: Vec::new(),
             spare: Spare::default(),
+            completed: Some(Vec::new()),
+            listing_completed: false,
             capable_kinds: [false; WorkerKind::ALL.len()],
             lone: false,
         }
@@ -401,6 +410,7 @@ impl<T: GraphTask> GraphSched<T> {
             mut by_priority,
             mut inbound,
             mut room,
+            completed,
         } = spare;
         if let Some(w) = window {
             room.extend(
@@ -440,6 +450,7 @@ impl<T: GraphTask> GraphSched<T> {
                     by_priority,
                     inbound,
                     room,
+                    completed,
                 };
                 return None;
             }
@@ -485,6 +496,7 @@ impl<T: GraphTask> GraphSched<T> {
             outstanding: 0,
             ranks: PerTask::new(),
             room,
+            completed: self.completed.replace(completed),
         })
     }
 
@@ -743,6 +755,13 @@ impl<T: GraphTask> GraphSched<T> {
             .unwrap_or(WorkerKind::Other)
     }
 
+    /// Lists the tasks completed from now on, each batch taking those
+    /// completed since the previous one ([`Batch::completed`]; for the
+    /// upward ranks, which forget completed tasks); off by default.
+    pub fn list_completed(&mut self, on: bool) {
+        self.listing_completed = on;
+    }
+
     /// `worker` finished the task `id` at `now`.
     pub fn finished(
         &mut self,
@@ -752,6 +771,12 @@ impl<T: GraphTask> GraphSched<T> {
         lines: &impl QueueSet<Placed<T>>,
     ) {
         lines.with(worker, |q| q.finished(Some(id), now));
+        if self.listing_completed {
+            match self.completed.as_mut() {
+                Some(done) if done.len() < RANKS_CAP => done.push(id),
+                _ => self.completed = None,
+            }
+        }
         // Expected ends changed: a dry worker may place waiting tasks again,
         // and held tasks may find room.
         self.completions += 1;
@@ -953,6 +978,60 @@ mod tests {
         }
         assert_eq!(seen.len(), 3, "one activation per task pushed");
         assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
+    }
+
+    /// A batch brings the ids of the tasks completed since the previous
+    /// one when the scheduler lists them, and none otherwise.
+    #[test]
+    fn a_batch_lists_the_tasks_completed_since_the_last() {
+        for listing in [false, true] {
+            let (sleepers, mut s) = cpu_and_gpu::<Tile>(Window {
+                accelerator: 60,
+                cpu: 60,
+            });
+            s.list_completed(listing);
+            let lines: PlainQueues<Placed<Tile>> = PlainQueues::new(2);
+            let mut models = GraphModels::default();
+            models.book.record_now(0, 1, 1.0, 1.0);
+            models.book.record_now(1, 1, 1.0, 1.0);
+            let mut lists = Vec::new();
+            for id in 1..=3 {
+                s.push(Tile::job(id), &sleepers);
+                let mut round = GraphRound::default();
+                let mut back = None;
+                while let GraphStep::Place(batch, _) =
+                    s.pop_step(0, 0, 0.0, &sleepers, &mut round, back.take(), &lines)
+                {
+                    lists.push(batch.completed.clone());
+                    let facts = batch.facts();
+                    let costs = models.costs(&batch, &facts);
+                    back = Some(decide(Method::Heft, *batch, facts, costs));
+                }
+                // Tasks 10 + id and 20 + id completed before the next batch.
+                s.finished(0, 10 + id, 1.0, &lines);
+                s.finished(1, 20 + id, 1.0, &lines);
+            }
+            let expected = if listing {
+                vec![Some(vec![]), Some(vec![11, 21]), Some(vec![12, 22])]
+            } else {
+                vec![Some(vec![]); 3]
+            };
+            assert_eq!(lists, expected, "listing {listing}");
+        }
+        // More than the ranks' bound: too many to list.
+        let (sleepers, mut s) = cpu_and_gpu::<Tile>(Window {
+            accelerator: 60,
+            cpu: 60,
+        });
+        s.list_completed(true);
+        let lines: PlainQueues<Placed<Tile>> = PlainQueues::new(2);
+        (0..=RANKS_CAP).for_each(|id| s.finished(0, id, 1.0, &lines));
+        s.push(Tile::job(1), &sleepers);
+        let mut round = GraphRound::default();
+        match s.pop_step(0, 0, 0.0, &sleepers, &mut round, None, &lines) {
+            GraphStep::Place(batch, _) => assert_eq!(batch.completed, None),
+            _ => panic!("a batch to place"),
+        }
     }
 
     /// With a window, a batch is sized by the room of the kinds able to
