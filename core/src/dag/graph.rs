@@ -403,17 +403,8 @@ impl<T: GraphTask> GraphSched<T> {
         let window = self.windowed();
         let mut spare = std::mem::take(&mut self.spare);
         spare.clear();
-        let Spare {
-            mut members,
-            mut loads,
-            mut queued,
-            mut by_priority,
-            mut inbound,
-            mut room,
-            completed,
-        } = spare;
         if let Some(w) = window {
-            room.extend(
+            spare.room.extend(
                 self.members
                     .iter()
                     .zip(&glances)
@@ -437,21 +428,13 @@ impl<T: GraphTask> GraphSched<T> {
             let total: usize = self
                 .members
                 .iter()
-                .zip(&room)
+                .zip(&spare.room)
                 .filter(|(m, _)| counts(m))
                 .fold(0, |a, (_, &r)| a.saturating_add(r));
             if total == 0 {
                 self.blocked = true;
                 self.glances = glances;
-                self.spare = Spare {
-                    members,
-                    loads,
-                    queued,
-                    by_priority,
-                    inbound,
-                    room,
-                    completed,
-                };
+                self.spare = spare;
                 return None;
             }
             n = n.min(total);
@@ -467,6 +450,15 @@ impl<T: GraphTask> GraphSched<T> {
         );
         let tasks = self.ready.take(n);
         self.rotate = self.rotate.wrapping_add(1);
+        let Spare {
+            mut members,
+            mut loads,
+            mut queued,
+            mut by_priority,
+            mut inbound,
+            room,
+            completed,
+        } = spare;
         members.extend(self.members.iter().copied());
         for (m, g) in self.members.iter().zip(&glances) {
             loads.push(g.load_s(now));
@@ -945,36 +937,64 @@ mod tests {
         (sizes[0], sizes[1])
     }
 
+    /// A CPU worker and an accelerator's, both with a model of codelet 1
+    /// (1 s), windows of 60, and their lines.
+    fn two_trained_workers() -> (
+        Sleepers,
+        GraphSched<Tile>,
+        PlainQueues<Placed<Tile>>,
+        GraphModels,
+    ) {
+        let (sleepers, s) = cpu_and_gpu::<Tile>(Window {
+            accelerator: 60,
+            cpu: 60,
+        });
+        let mut models = GraphModels::default();
+        models.book.record_now(0, 1, 1.0, 1.0);
+        models.book.record_now(1, 1, 1.0, 1.0);
+        (sleepers, s, PlainQueues::new(2), models)
+    }
+
+    /// Pushes task `id` and runs worker 0's activations until none is
+    /// due, showing each batch to `see` before placing it.
+    fn place_pushed(
+        (sleepers, s, lines, models): &mut (
+            Sleepers,
+            GraphSched<Tile>,
+            PlainQueues<Placed<Tile>>,
+            GraphModels,
+        ),
+        id: usize,
+        mut see: impl FnMut(&Batch<Tile>),
+    ) {
+        s.push(Tile::job(id), sleepers);
+        let mut round = GraphRound::default();
+        let mut back = None;
+        while let GraphStep::Place(batch, _) =
+            s.pop_step(0, 0, 0.0, sleepers, &mut round, back.take(), lines)
+        {
+            see(&batch);
+            let facts = batch.facts();
+            let costs = models.costs(&batch, &facts);
+            back = Some(decide(Method::Heft, *batch, facts, costs));
+        }
+    }
+
     /// A placed batch hands its per-member lists back and the next batch
     /// refills them: activations after the first allocate none of them.
     #[test]
     fn the_next_batch_refills_the_last_ones_lists() {
-        let (sleepers, mut s) = cpu_and_gpu::<Tile>(Window {
-            accelerator: 60,
-            cpu: 60,
-        });
-        let lines: PlainQueues<Placed<Tile>> = PlainQueues::new(2);
-        let mut models = GraphModels::default();
-        models.book.record_now(0, 1, 1.0, 1.0);
-        models.book.record_now(1, 1, 1.0, 1.0);
+        let mut setup = two_trained_workers();
         let mut seen = Vec::new();
         for id in 1..=3 {
-            s.push(Tile::job(id), &sleepers);
-            let mut round = GraphRound::default();
-            let mut back = None;
-            while let GraphStep::Place(batch, _) =
-                s.pop_step(0, 0, 0.0, &sleepers, &mut round, back.take(), &lines)
-            {
+            place_pushed(&mut setup, id, |batch| {
                 assert_eq!(batch.members.len(), 2);
                 seen.push((
                     batch.members.as_ptr(),
                     batch.loads.as_ptr(),
                     batch.room.as_ptr(),
                 ));
-                let facts = batch.facts();
-                let costs = models.costs(&batch, &facts);
-                back = Some(decide(Method::Heft, *batch, facts, costs));
-            }
+            });
         }
         assert_eq!(seen.len(), 3, "one activation per task pushed");
         assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
@@ -985,31 +1005,15 @@ mod tests {
     #[test]
     fn a_batch_lists_the_tasks_completed_since_the_last() {
         for listing in [false, true] {
-            let (sleepers, mut s) = cpu_and_gpu::<Tile>(Window {
-                accelerator: 60,
-                cpu: 60,
-            });
-            s.list_completed(listing);
-            let lines: PlainQueues<Placed<Tile>> = PlainQueues::new(2);
-            let mut models = GraphModels::default();
-            models.book.record_now(0, 1, 1.0, 1.0);
-            models.book.record_now(1, 1, 1.0, 1.0);
+            let mut setup = two_trained_workers();
+            setup.1.list_completed(listing);
             let mut lists = Vec::new();
             for id in 1..=3 {
-                s.push(Tile::job(id), &sleepers);
-                let mut round = GraphRound::default();
-                let mut back = None;
-                while let GraphStep::Place(batch, _) =
-                    s.pop_step(0, 0, 0.0, &sleepers, &mut round, back.take(), &lines)
-                {
-                    lists.push(batch.completed.clone());
-                    let facts = batch.facts();
-                    let costs = models.costs(&batch, &facts);
-                    back = Some(decide(Method::Heft, *batch, facts, costs));
-                }
-                // Tasks 10 + id and 20 + id completed before the next batch.
-                s.finished(0, 10 + id, 1.0, &lines);
-                s.finished(1, 20 + id, 1.0, &lines);
+                place_pushed(&mut setup, id, |batch| lists.push(batch.completed.clone()));
+                // Tasks 10 + id and 20 + id complete before the next batch.
+                let (_, s, lines, _) = &mut setup;
+                s.finished(0, 10 + id, 1.0, lines);
+                s.finished(1, 20 + id, 1.0, lines);
             }
             let expected = if listing {
                 vec![Some(vec![]), Some(vec![11, 21]), Some(vec![12, 22])]
@@ -1019,19 +1023,15 @@ mod tests {
             assert_eq!(lists, expected, "listing {listing}");
         }
         // More than the ranks' bound: too many to list.
-        let (sleepers, mut s) = cpu_and_gpu::<Tile>(Window {
-            accelerator: 60,
-            cpu: 60,
-        });
-        s.list_completed(true);
-        let lines: PlainQueues<Placed<Tile>> = PlainQueues::new(2);
-        (0..=RANKS_CAP).for_each(|id| s.finished(0, id, 1.0, &lines));
-        s.push(Tile::job(1), &sleepers);
-        let mut round = GraphRound::default();
-        match s.pop_step(0, 0, 0.0, &sleepers, &mut round, None, &lines) {
-            GraphStep::Place(batch, _) => assert_eq!(batch.completed, None),
-            _ => panic!("a batch to place"),
+        let mut setup = two_trained_workers();
+        setup.1.list_completed(true);
+        {
+            let (_, s, lines, _) = &mut setup;
+            (0..=RANKS_CAP).for_each(|id| s.finished(0, id, 1.0, lines));
         }
+        let mut lists = Vec::new();
+        place_pushed(&mut setup, 1, |batch| lists.push(batch.completed.clone()));
+        assert_eq!(lists, vec![None]);
     }
 
     /// With a window, a batch is sized by the room of the kinds able to
