@@ -50,12 +50,13 @@ pub(crate) type PerWorker<T> = SmallVec<[T; 16]>;
 
 /// A list indexed by a batch's tasks: inline for a batch of one task, on
 /// the heap beyond. Most activations place one task (a graph that runs
-/// as it is submitted: 6724 of 8122 and 6917 of 8265 batches in two runs
+/// as it is submitted: 6544 of 7938 and 6661 of 8155 batches in two runs
 /// of the 11480-task Cholesky of `scripts/overhead.sh` on 2 CPU workers,
-/// 1070 and 1142 of two tasks); inline room for more made
-/// every move of a batch and of its decisions copy it (measured: 26664
-/// instructions per task of `tasks_overhead` with room for 4, 26129 for
-/// 2, 25834 for 1).
+/// 1063 and 1225 of two tasks); inline room for more made every move of
+/// a batch and of its decisions copy it (measured: 26689 instructions
+/// per task of `tasks_overhead` with room for 4, 26133 for 2, 25834 for
+/// 1). Rows: `results/overhead/batch-sizes-cholesky-11480-aa19651.txt`,
+/// `results/overhead/inline-room-trials.txt`.
 pub type PerTask<T> = SmallVec<[T; 1]>;
 
 /// A worker as a batch placement sees it.
