@@ -500,10 +500,14 @@ impl<T: GraphTask> GraphSched<T> {
         lines: &impl QueueSet<Placed<T>>,
         sleepers: &Sleepers,
     ) -> Vec<usize> {
+        let mut new_kind = false;
         for (seen, &now_capable) in self.capable_kinds.iter_mut().zip(&decided.capable_kinds) {
+            new_kind |= now_capable && !*seen;
             *seen |= now_capable;
         }
-        self.refresh_lone();
+        if new_kind {
+            self.refresh_lone();
+        }
         // A line that shrank while the batch was placed may have room for
         // the tasks held.
         let shrank = self
@@ -937,6 +941,20 @@ mod tests {
         (sizes[0], sizes[1])
     }
 
+    /// [`cpu_and_gpu`] with `window`, its lines, and a model of codelet 1
+    /// (1 s) on each of the workers `trained`.
+    fn with_models<T: GraphTask>(
+        window: Window,
+        trained: &[usize],
+    ) -> (Sleepers, GraphSched<T>, PlainQueues<Placed<T>>, GraphModels) {
+        let (sleepers, s) = cpu_and_gpu::<T>(window);
+        let mut models = GraphModels::default();
+        for &w in trained {
+            models.book.record_now(w, 1, 1.0, 1.0);
+        }
+        (sleepers, s, PlainQueues::new(2), models)
+    }
+
     /// A CPU worker and an accelerator's, both with a model of codelet 1
     /// (1 s), windows of 60, and their lines.
     fn two_trained_workers() -> (
@@ -945,14 +963,13 @@ mod tests {
         PlainQueues<Placed<Tile>>,
         GraphModels,
     ) {
-        let (sleepers, s) = cpu_and_gpu::<Tile>(Window {
-            accelerator: 60,
-            cpu: 60,
-        });
-        let mut models = GraphModels::default();
-        models.book.record_now(0, 1, 1.0, 1.0);
-        models.book.record_now(1, 1, 1.0, 1.0);
-        (sleepers, s, PlainQueues::new(2), models)
+        with_models(
+            Window {
+                accelerator: 60,
+                cpu: 60,
+            },
+            &[0, 1],
+        )
     }
 
     /// Pushes task `id` and runs worker 0's activations until none is
@@ -1060,13 +1077,13 @@ mod tests {
         PlainQueues<Placed<CpuOnly>>,
         GraphModels,
     ) {
-        let (sleepers, s) = cpu_and_gpu::<CpuOnly>(Window {
-            accelerator: 60,
-            cpu: 1,
-        });
-        let mut models = GraphModels::default();
-        models.book.record_now(0, 1, 1.0, 1.0);
-        (sleepers, s, PlainQueues::new(2), models)
+        with_models(
+            Window {
+                accelerator: 60,
+                cpu: 1,
+            },
+            &[0],
+        )
     }
 
     /// One CPU worker beside an accelerator that runs none of the tasks:

@@ -45,7 +45,8 @@ use crate::balance::WorkerKind;
 
 /// A placement's temporary list indexed by worker or batch member: on the
 /// stack up to 16 workers (no allocation per activation on machines of
-/// that size), on the heap beyond. Never moved between functions: large.
+/// that size), on the heap beyond. Used only within one function (its
+/// inline room makes it large to move).
 pub(crate) type PerWorker<T> = SmallVec<[T; 16]>;
 
 /// A list indexed by a batch's tasks: inline for a batch of one task, on
