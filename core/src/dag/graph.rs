@@ -39,7 +39,7 @@
 use std::collections::VecDeque;
 
 use super::decide::{Batch, Decided, GraphTask, Member, Spare};
-use super::lines::{Line, Placed, data_coming, queue_placed, steal_placed};
+use super::lines::{Line, Placed, StealCharges, data_coming, queue_placed, steal_placed};
 use super::rank::RANKS_CAP;
 use super::ready::ReadyList;
 use super::{DATA_PENALTY, PerTask, concurrent_share};
@@ -656,7 +656,15 @@ impl<T: GraphTask> GraphSched<T> {
         } else {
             0.0
         };
-        let (p, est) = steal_placed(lines, members, worker, now, share, margin, penalty)?;
+        // A CPU worker gets data out of an accelerator's memory once that
+        // accelerator ends what it runs (`StealCharges::waits_for_victim`).
+        let charges = StealCharges {
+            transfer_share: share,
+            margin,
+            penalty,
+            waits_for_victim: cpu,
+        };
+        let (p, est) = steal_placed(lines, members, worker, now, charges)?;
         lines.with(worker, |q| q.starting(Some(p.task.id()), est, now, cpu));
         Some(p.task)
     }

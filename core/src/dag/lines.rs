@@ -61,38 +61,68 @@ pub fn data_coming<T>(line: &Line<T>) -> bool {
     line.holds_marked()
 }
 
+/// What a thief is charged besides its own compute time ([`steal_placed`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StealCharges {
+    /// The part of the placement's predicted transfer to the thief that
+    /// counts ([`super::concurrent_share`]).
+    pub transfer_share: f64,
+    /// The gain asked of a task with slack to spare, in times its compute
+    /// on the thief.
+    pub margin: f64,
+    /// The data penalty: the predicted transfer counted once more, times
+    /// this.
+    pub penalty: f64,
+    /// Whether a task whose data must move to the thief waits for the
+    /// victim's running work first. StarPU has a copy out of an
+    /// accelerator's memory into main memory issued by that
+    /// accelerator's worker (the copy's handling node is the device's),
+    /// between its tasks: a CPU worker that steals from an accelerator
+    /// gets the task's data once the accelerator ends what it runs.
+    /// SIMULATED LU on sirocco with 3 GPUs: a CPU worker stole the update
+    /// feeding the next panel factorisation from a GPU starting a 21 ms
+    /// factorisation, got its data 21 ms later and ran it in 11 ms where
+    /// the GPU took 0.3 (docs/results.md, twenty-fifth round).
+    pub waits_for_victim: bool,
+}
+
 /// `thief` (idle at `now`) takes, from the line among `victims` with the
 /// latest expected end that has one, the first task it would finish
 /// earlier than that line's worker: its transfer (the placement's
 /// prediction times `transfer_share`, plus `penalty` times it: the data
-/// penalty) plus compute against the victim's
-/// predicted end of the task, by at least `margin` times its compute on
-/// the thief when the task has slack to spare (the victim would start it
-/// by its latest start, [`Placed::latest_start_s`], which is finite: the
-/// task was ranked). Tasks without a prediction for the thief are never
-/// stolen. Each line is reached alone. Returns the task with the thief's
-/// predicted seconds.
+/// penalty; after the victim's running work when the thief
+/// `waits_for_victim` and there is data to move) plus compute against the
+/// victim's predicted end of the task, by at least `margin` times its
+/// compute on the thief when the task has slack to spare (the victim
+/// would start it by its latest start, [`Placed::latest_start_s`], which
+/// is finite: the task was ranked). Tasks without a prediction for the
+/// thief are never stolen. Each line is reached alone. Returns the task
+/// with the thief's predicted seconds.
 pub fn steal_placed<T>(
     lines: &impl QueueSet<Placed<T>>,
     victims: impl IntoIterator<Item = usize>,
     thief: usize,
     now: f64,
-    transfer_share: f64,
-    margin: f64,
-    penalty: f64,
+    charges: StealCharges,
 ) -> Option<(Placed<T>, f64)> {
     let (_, p, _, cost) =
         steal_latest_end(lines, victims, thief, now, |v, q: &Placed<T>, ahead| {
             let cost = q.cost_s.get(thief).copied().flatten()?;
-            let transfer = q.transfer_s.get(thief).copied().unwrap_or(0.0);
+            let transfer = q.transfer_s.get(thief).copied().unwrap_or(0.0).max(0.0);
             let there = q.cost_s.get(v).copied().flatten().unwrap_or(0.0);
             // A task with slack to spare (ranked, not late) is stolen only
             // for the margin; an unranked one (no slack known) for any gain.
             let spare =
                 now + ahead.end_s - there <= q.latest_start_s && q.latest_start_s.is_finite();
-            let margin = if spare { margin * cost } else { 0.0 };
-            let charged = transfer.max(0.0) * (transfer_share + penalty);
-            (charged + cost + margin < ahead.end_s).then_some(cost)
+            let margin = if spare { charges.margin * cost } else { 0.0 };
+            // The victim's work before its queue: what it runs.
+            let behind = if charges.waits_for_victim && transfer > 0.0 {
+                (ahead.end_s - ahead.queued_s).max(0.0)
+            } else {
+                0.0
+            };
+            let charged = transfer * (charges.transfer_share + charges.penalty);
+            (behind + charged + cost + margin < ahead.end_s).then_some(cost)
         })?;
     Some((p, cost))
 }
@@ -106,6 +136,17 @@ mod tests {
         Placed::new(id, prio, costs.to_vec(), vec![0.0; costs.len()])
     }
 
+    /// Transfers at `transfer_share`, with `penalty` times them once
+    /// more, no margin, no wait for the victim.
+    fn charged(transfer_share: f64, penalty: f64) -> StealCharges {
+        StealCharges {
+            transfer_share,
+            margin: 0.0,
+            penalty,
+            waits_for_victim: false,
+        }
+    }
+
     /// The task worker 1 steals from `victims` at `now` with `margin`
     /// (transfers at full weight, no data penalty).
     fn first_stolen(
@@ -114,7 +155,11 @@ mod tests {
         now: f64,
         margin: f64,
     ) -> Option<u32> {
-        steal_placed(l, victims.iter().copied(), 1, now, 1.0, margin, 0.0).map(|(p, _)| p.task)
+        let charges = StealCharges {
+            margin,
+            ..charged(1.0, 0.0)
+        };
+        steal_placed(l, victims.iter().copied(), 1, now, charges).map(|(p, _)| p.task)
     }
 
     #[test]
@@ -129,14 +174,14 @@ mod tests {
             push(p);
         }
         // Finishing at 2.5 beats only the third task (ends at 3).
-        let (s, cost) = steal_placed(&l, [0, 1], 1, 0.0, 1.0, 0.0, 0.0).expect("a gain");
+        let (s, cost) = steal_placed(&l, [0, 1], 1, 0.0, charged(1.0, 0.0)).expect("a gain");
         assert_eq!((s.task, cost), (2, 2.0));
         // The remaining two end at 1 and 2: no gain.
-        assert!(steal_placed(&l, [0, 1], 1, 0.0, 1.0, 0.0, 0.0).is_none());
+        assert!(steal_placed(&l, [0, 1], 1, 0.0, charged(1.0, 0.0)).is_none());
         // Unknown predictions are never stolen.
         push(placed(9, 0, &[Some(1.0), None]));
         push(placed(10, 0, &[Some(1.0), None]));
-        assert!(steal_placed(&l, [0, 1], 1, 0.0, 1.0, 0.0, 0.0).is_none());
+        assert!(steal_placed(&l, [0, 1], 1, 0.0, charged(1.0, 0.0)).is_none());
         assert_eq!(l.held(), 4);
         // Only the victims named are looked at.
         push(placed(11, 0, &[Some(1.0), Some(0.1)]));
@@ -159,9 +204,54 @@ mod tests {
         assert_eq!(first_stolen(&l, &[0], 0.0, 0.0), None);
         // With the data penalty the transfer counts once more: 0.5 + 2.0 +
         // 0.5 = 3 s is no gain; the task stays.
-        assert!(steal_placed(&l, [0], 1, 0.0, 0.25, 0.0, 1.0).is_none());
-        let (s, cost) = steal_placed(&l, [0], 1, 0.0, 0.25, 0.0, 0.0).expect("a gain");
+        assert!(steal_placed(&l, [0], 1, 0.0, charged(0.25, 1.0)).is_none());
+        let (s, cost) = steal_placed(&l, [0], 1, 0.0, charged(0.25, 0.0)).expect("a gain");
         assert_eq!((s.task, cost), (1, 0.5));
+    }
+
+    #[test]
+    fn a_thief_waiting_for_the_victim_gets_data_once_its_running_work_ends() {
+        let l = PlainQueues::new(2);
+        let waits = StealCharges {
+            waits_for_victim: true,
+            ..charged(1.0, 0.0)
+        };
+        // Worker 0 runs a 10 s task and holds a 1 s one behind it (ending
+        // at 11 s); the thief runs that one in 3 s with 1 s of data to
+        // move: 4 s against 11 s. Waiting for the running work first, 14
+        // s: it stays.
+        l.with(0, |q| q.starting(Some(7), 10.0, 0.0, false))
+            .unwrap();
+        let mut p = placed(1, 0, &[Some(1.0), Some(3.0)]);
+        p.transfer_s = vec![0.0, 1.0];
+        l.with(0, |q| q.push(p, 0, 1.0)).unwrap();
+        assert!(steal_placed(&l, [0], 1, 0.0, waits).is_none());
+        assert_eq!(
+            steal_placed(&l, [0], 1, 0.0, charged(1.0, 0.0)).map(|(p, _)| p.task),
+            Some(1)
+        );
+        // With its data already at the thief (nothing to move) it does not
+        // wait: 3 s against 11 s.
+        let mut p = placed(2, 0, &[Some(1.0), Some(3.0)]);
+        p.transfer_s = vec![0.0, 0.0];
+        l.with(0, |q| q.push(p, 0, 1.0)).unwrap();
+        assert_eq!(
+            steal_placed(&l, [0], 1, 0.0, waits).map(|(p, _)| p.task),
+            Some(2)
+        );
+        // Once the victim's running task ended (at 10 s, as predicted), it
+        // waits for none: 4 s against five queued tasks of 1 s, the fifth
+        // ending at 5 s, is taken.
+        l.with(0, |q| q.finished(Some(7), 10.0)).unwrap();
+        for id in 3..8 {
+            let mut p = placed(id, 0, &[Some(1.0), Some(3.0)]);
+            p.transfer_s = vec![0.0, 1.0];
+            l.with(0, |q| q.push(p, 0, 1.0)).unwrap();
+        }
+        assert_eq!(
+            steal_placed(&l, [0], 1, 10.0, waits).map(|(p, _)| p.task),
+            Some(7)
+        );
     }
 
     #[test]
