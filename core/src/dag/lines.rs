@@ -63,7 +63,7 @@ pub fn data_coming<T>(line: &Line<T>) -> bool {
 
 /// What a thief is charged besides its own compute time ([`steal_placed`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StealCharges {
+pub struct StealCharges<'a> {
     /// The part of the placement's predicted transfer to the thief that
     /// counts ([`super::concurrent_share`]).
     pub transfer_share: f64,
@@ -73,25 +73,26 @@ pub struct StealCharges {
     /// The data penalty: the predicted transfer counted once more, times
     /// this.
     pub penalty: f64,
-    /// Whether a task whose data must move to the thief waits for the
-    /// victim's running work first. StarPU has a copy out of an
-    /// accelerator's memory into main memory issued by that
-    /// accelerator's worker (the copy's handling node is the device's),
-    /// between its tasks: a CPU worker that steals from an accelerator
-    /// gets the task's data once the accelerator ends what it runs.
-    /// SIMULATED LU on sirocco with 3 GPUs: a CPU worker stole the update
-    /// feeding the next panel factorisation from a GPU starting a 21 ms
-    /// factorisation, got its data 21 ms later and ran it in 11 ms where
-    /// the GPU took 0.3 (docs/results.md, twenty-fifth round).
-    pub waits_for_victim: bool,
+    /// Per worker id, the victims a task with data to move to the thief
+    /// waits for: their running work comes before the transfer (missing
+    /// or empty: none). StarPU has a copy out of an accelerator's memory
+    /// into main memory issued by that accelerator's worker (the copy's
+    /// handling node is the device's), between its tasks: a CPU worker
+    /// that steals from an accelerator gets the task's data once the
+    /// accelerator ends what it runs. SIMULATED LU on sirocco with 3 GPUs:
+    /// a CPU worker stole the update feeding the next panel factorisation
+    /// from a GPU starting a 21 ms factorisation, got its data 21 ms later
+    /// and ran it in 11 ms where the GPU took 0.3 (docs/results.md,
+    /// twenty-fifth round).
+    pub waits_for: &'a [bool],
 }
 
 /// `thief` (idle at `now`) takes, from the line among `victims` with the
 /// latest expected end that has one, the first task it would finish
 /// earlier than that line's worker: its transfer (the placement's
 /// prediction times `transfer_share`, plus `penalty` times it: the data
-/// penalty; after the victim's running work when the thief
-/// `waits_for_victim` and there is data to move) plus compute against the
+/// penalty; after the victim's running work when the thief `waits_for`
+/// it and there is data to move) plus compute against the
 /// victim's predicted end of the task, by at least `margin` times its
 /// compute on the thief when the task has slack to spare (the victim
 /// would start it by its latest start, [`Placed::latest_start_s`], which
@@ -116,7 +117,8 @@ pub fn steal_placed<T>(
                 now + ahead.end_s - there <= q.latest_start_s && q.latest_start_s.is_finite();
             let margin = if spare { charges.margin * cost } else { 0.0 };
             // The victim's work before its queue: what it runs.
-            let behind = if charges.waits_for_victim && transfer > 0.0 {
+            let waits = charges.waits_for.get(v).copied().unwrap_or(false);
+            let behind = if waits && transfer > 0.0 {
                 (ahead.end_s - ahead.queued_s).max(0.0)
             } else {
                 0.0
@@ -138,12 +140,12 @@ mod tests {
 
     /// Transfers at `transfer_share`, with `penalty` times them once
     /// more, no margin, no wait for the victim.
-    fn charged(transfer_share: f64, penalty: f64) -> StealCharges {
+    fn charged(transfer_share: f64, penalty: f64) -> StealCharges<'static> {
         StealCharges {
             transfer_share,
             margin: 0.0,
             penalty,
-            waits_for_victim: false,
+            waits_for: &[],
         }
     }
 
@@ -212,8 +214,9 @@ mod tests {
     #[test]
     fn a_thief_waiting_for_the_victim_gets_data_once_its_running_work_ends() {
         let l = PlainQueues::new(2);
+        // Worker 0, the victim, is an accelerator; worker 1, the thief, not.
         let waits = StealCharges {
-            waits_for_victim: true,
+            waits_for: &[true, false],
             ..charged(1.0, 0.0)
         };
         // Worker 0 runs a 10 s task and holds a 1 s one behind it (ending
