@@ -126,6 +126,14 @@ impl GraphTask for Task {
     }
 }
 
+/// The upward ranks found so far, and the set of tasks a walk's view of
+/// StarPU's graph may ask about ([`GraphBelow::of`]), kept between walks.
+#[derive(Default)]
+struct RankWalk {
+    ranks: UpwardRanks,
+    known: rustc_hash::FxHashSet<usize>,
+}
+
 /// Our models and the models file they were seeded from.
 #[derive(Default)]
 struct Models {
@@ -151,8 +159,9 @@ pub struct DagPolicy {
     /// Whether the models file was read (`Models::persisted` is open): set
     /// once, so that placements check it without the models lock.
     models_open: AtomicBool,
-    /// The upward ranks found so far (taken by the placing worker only).
-    ranks: Mutex<UpwardRanks>,
+    /// The upward ranks found so far and the walks' scratch (taken by the
+    /// placing worker only).
+    ranks: Mutex<RankWalk>,
     /// Whether placements need the tasks' upward ranks (HEFT's slack).
     ranked: bool,
     /// Whether StarPU's predictions stand in where ours have none
@@ -315,26 +324,27 @@ impl DagPolicy {
     /// one placing worker takes), priced with our models' cheapest
     /// prediction (the models lock), and ranked.
     fn upward_ranks(&self, batch: &Batch<Task>) -> PerTask<f64> {
-        let mut ranks = relaxed_lock(&self.ranks);
+        let mut walk = relaxed_lock(&self.ranks);
+        let RankWalk { ranks, known } = &mut *walk;
         match &batch.completed {
             Some(done) => ranks.forget(done),
             // Too many to list: every rank is dropped.
             None => *ranks = UpwardRanks::default(),
         }
         // Most batches' tasks were ranked by an earlier walk: no walk then.
-        let known: Option<PerTask<f64>> =
+        let ranked: Option<PerTask<f64>> =
             batch.tasks.iter().map(|t| ranks.rank(t.addr())).collect();
-        if let Some(known) = known {
-            return known;
+        if let Some(ranked) = ranked {
+            return ranked;
         }
-        let mut graph = GraphBelow::of(&batch.tasks);
+        let mut graph = GraphBelow::of(&batch.tasks, known);
         let roots: PerTask<usize> = batch.tasks.iter().map(Task::addr).collect();
-        let found = ranks.unranked(&roots, RANKS_CAP, |id| graph.successors(id));
-        let keys: Vec<Option<(usize, f64)>> = found
+        let keys: PerTask<Option<(usize, f64)>> = ranks
+            .unranked(&roots, RANKS_CAP, |id| graph.successors(id))
             .iter()
             .map(|u| graph.codelet_and_units(u.id))
             .collect();
-        let costs: Vec<f64> = {
+        let costs: PerTask<f64> = {
             let models = relaxed_lock(&self.models);
             keys.iter()
                 .map(|k| {
@@ -343,7 +353,7 @@ impl DagPolicy {
                 })
                 .collect()
         };
-        ranks.settle(&found, &costs);
+        ranks.settle(&costs);
         roots
             .iter()
             .map(|&id| ranks.rank(id).unwrap_or(0.0))
@@ -441,7 +451,7 @@ impl SchedPolicy for DagPolicy {
                 models
             }),
             models_open: AtomicBool::new(false),
-            ranks: Mutex::new(UpwardRanks::default()),
+            ranks: Mutex::new(RankWalk::default()),
             ranked: method == Method::Heft,
             starpu_models: tuning.starpu_models,
             prefetch_horizon: tuning.prefetch_horizon,

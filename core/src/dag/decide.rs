@@ -85,11 +85,10 @@ pub struct Batch<T> {
     pub completed: Option<Vec<usize>>,
 }
 
-/// The runtime's view of one task: the implementation each member would
-/// run (`None`: cannot), the predicted transfer to each member, and its
-/// data affinity.
+/// The runtime's view of one task: whether each member can run it, the
+/// predicted transfer to each member, and its data affinity.
 pub struct Facts {
-    capable: Vec<Option<u32>>,
+    capable: PerWorker<bool>,
     transfer: Vec<f64>,
     affinity: Option<Affinity>,
     /// The runtime's predictions per member, when asked for
@@ -204,10 +203,10 @@ impl<T: GraphTask> Batch<T> {
             .iter()
             .enumerate()
             .map(|(k, t)| {
-                let capable: Vec<Option<u32>> = self
+                let capable: PerWorker<bool> = self
                     .members
                     .iter()
-                    .map(|m| t.implementation_on(m.id))
+                    .map(|m| t.implementation_on(m.id).is_some())
                     .collect();
                 let runtime = match asked.get(k) {
                     Some(want) if want.iter().any(|&w| w) => self
@@ -215,8 +214,8 @@ impl<T: GraphTask> Batch<T> {
                         .iter()
                         .zip(&capable)
                         .zip(want)
-                        .map(|((m, c), &w)| {
-                            c.filter(|_| w).and_then(|_| t.runtime_prediction_s(m.id))
+                        .map(|((m, &c), &w)| {
+                            (c && w).then(|| t.runtime_prediction_s(m.id)).flatten()
                         })
                         .collect(),
                     _ => Vec::new(),
@@ -457,7 +456,7 @@ impl GraphModels {
             .map(|(t, f)| {
                 (0..members.len())
                     .map(|m| {
-                        f.capable[m]?;
+                        f.capable[m].then_some(())?;
                         self.predict(members, m, t.codelet(), t.units())
                     })
                     .collect()
@@ -472,7 +471,7 @@ impl GraphModels {
             }
             for kind in WorkerKind::ALL {
                 let mut asked = (0..members.len())
-                    .filter(|&m| members[m].kind == kind && f.capable[m].is_some())
+                    .filter(|&m| members[m].kind == kind && f.capable[m])
                     .filter(|&m| ours[m].is_none())
                     .peekable();
                 let unanswered = asked.peek().is_some()
@@ -512,7 +511,7 @@ impl GraphModels {
         for (k, (t, f)) in batch.tasks.iter().zip(facts).enumerate() {
             let codelet = t.codelet();
             let cost = &cost[k];
-            let capable = |m: &usize| f.capable[*m].is_some();
+            let capable = |m: &usize| f.capable[*m];
             // The kind whose sample of this codelet is out, if any.
             let sample_out = (0..members.len())
                 .filter(capable)
@@ -552,7 +551,7 @@ impl GraphModels {
             if let Some(kind) = untrained {
                 self.training.insert((kind, codelet));
                 train[k] = (0..members.len())
-                    .filter(|&m| members[m].kind == kind && f.capable[m].is_some())
+                    .filter(|&m| members[m].kind == kind && f.capable[m])
                     .min_by(|&a, &b| {
                         batch.loads[a]
                             .total_cmp(&batch.loads[b])
@@ -563,7 +562,7 @@ impl GraphModels {
             // out (not this one).
             awaiting[k] = (0..members.len()).any(|m| {
                 let kind = members[m].kind;
-                f.capable[m].is_some()
+                f.capable[m]
                     && cost[m].is_none()
                     && train[k].is_none_or(|t| members[t].kind != kind)
                     && self.training.contains(&(kind, codelet))
@@ -669,7 +668,7 @@ pub fn decide<T: GraphTask>(
     let mut capable_kinds = [false; WorkerKind::ALL.len()];
     for f in &facts {
         for (m, c) in members.iter().zip(&f.capable) {
-            capable_kinds[m.kind.index()] |= c.is_some();
+            capable_kinds[m.kind.index()] |= *c;
         }
     }
     // What is left to run, spread over every member: the outstanding
@@ -681,7 +680,7 @@ pub fn decide<T: GraphTask>(
     let mut graph_tasks: PerTask<DagTask> = PerTask::new();
     let mut graph_meta: PerTask<T> = PerTask::new();
     for (k, ((task, f), cost)) in tasks.into_iter().zip(facts).zip(costs.cost).enumerate() {
-        if f.capable.iter().all(Option::is_none) {
+        if !f.capable.iter().any(|&c| c) {
             stranded.push(task);
             continue;
         }
@@ -694,7 +693,7 @@ pub fn decide<T: GraphTask>(
             let learning = costs.learning[k].filter(|_| trainee.is_none());
             if let Some(kind) = learning {
                 let full = (0..members.len())
-                    .filter(|&m| f.capable[m].is_some() && members[m].kind == kind)
+                    .filter(|&m| f.capable[m] && members[m].kind == kind)
                     .all(|m| queued[m] >= LEARNING_QUEUE);
                 if full {
                     deferred.push(task);
@@ -705,7 +704,7 @@ pub fn decide<T: GraphTask>(
             // trained): the fallback queues' rule.
             let m = trainee.unwrap_or_else(|| {
                 let idx: PerWorker<usize> = (0..members.len())
-                    .filter(|&m| f.capable[m].is_some())
+                    .filter(|&m| f.capable[m])
                     .filter(|&m| learning.is_none_or(|kind| members[m].kind == kind))
                     .collect();
                 let cands: PerWorker<Candidate> = idx

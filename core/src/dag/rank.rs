@@ -18,7 +18,8 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 /// (so at most twice this many ranks, a few MiB, are ever kept).
 pub const RANKS_CAP: usize = 1 << 17;
 
-/// The largest set of reached tasks kept from one walk to the next.
+/// The largest set of reached tasks, and list of tasks found, kept from
+/// one walk to the next.
 const KEPT_SEEN: usize = 1024;
 
 /// A task reached by a walk and not ranked yet, with its successors.
@@ -34,11 +35,13 @@ pub struct Unranked {
 #[derive(Debug, Default)]
 pub struct UpwardRanks {
     rank: HashMap<usize, f64>,
-    /// A walk's tasks reached, and its path as (task, its successors, the
-    /// next successor to visit): kept between walks, emptied, so that a
-    /// walk allocates neither once they have grown.
+    /// A walk's tasks reached, its path as (task, its successors, the next
+    /// successor to visit), and the unranked tasks it found: kept between
+    /// walks, emptied, so that a walk allocates none of them once they
+    /// have grown.
     seen: HashSet<usize>,
     stack: Vec<(usize, Vec<usize>, usize)>,
+    found: Vec<Unranked>,
 }
 
 impl UpwardRanks {
@@ -60,17 +63,23 @@ impl UpwardRanks {
     /// The tasks below `roots` (the roots included) with no rank yet, each
     /// after all its unranked successors (the order [`Self::settle`]
     /// needs), reaching at most `limit` tasks; `succs_of` gives a task's
-    /// successors. A walk stops at ranked tasks.
+    /// successors. A walk stops at ranked tasks. [`Self::settle`] ranks
+    /// what the last walk found.
     pub fn unranked(
         &mut self,
         roots: &[usize],
         limit: usize,
         mut succs_of: impl FnMut(usize) -> Vec<usize>,
-    ) -> Vec<Unranked> {
-        let UpwardRanks { rank, seen, stack } = self;
+    ) -> &[Unranked] {
+        let UpwardRanks {
+            rank,
+            seen,
+            stack,
+            found: out,
+        } = self;
         seen.clear();
         stack.clear();
-        let mut out = Vec::new();
+        out.clear();
         for &root in roots {
             if rank.contains_key(&root) || seen.len() >= limit || !seen.insert(root) {
                 continue;
@@ -96,10 +105,11 @@ impl UpwardRanks {
         out
     }
 
-    /// Ranks the tasks [`Self::unranked`] returned, `cost_s[i]` being the
-    /// predicted cost of `found[i]` (a successor neither ranked nor found,
-    /// beyond the walk's limit, counts as 0).
-    pub fn settle(&mut self, found: &[Unranked], cost_s: &[f64]) {
+    /// Ranks the tasks the last [`Self::unranked`] walk found, `cost_s[i]`
+    /// being the predicted cost of its `i`-th (a successor neither ranked
+    /// nor found, beyond the walk's limit, counts as 0).
+    pub fn settle(&mut self, cost_s: &[f64]) {
+        let found = std::mem::take(&mut self.found);
         for (u, &c) in found.iter().zip(cost_s) {
             let below = u
                 .succs
@@ -108,6 +118,10 @@ impl UpwardRanks {
                 .fold(0.0, f64::max);
             let own = if c.is_finite() { c.max(0.0) } else { 0.0 };
             self.rank.insert(u.id, own + below);
+        }
+        // A large walk's list is not kept either (its memory).
+        if found.capacity() <= KEPT_SEEN {
+            self.found = found;
         }
     }
 }
@@ -137,10 +151,14 @@ mod tests {
     }
 
     fn settle(r: &mut UpwardRanks, roots: &[usize]) -> Vec<usize> {
-        let found = r.unranked(roots, usize::MAX, succs);
-        let costs: Vec<f64> = found.iter().map(|u| cost(u.id)).collect();
-        r.settle(&found, &costs);
-        found.iter().map(|u| u.id).collect()
+        let found: Vec<usize> = r
+            .unranked(roots, usize::MAX, succs)
+            .iter()
+            .map(|u| u.id)
+            .collect();
+        let costs: Vec<f64> = found.iter().map(|&id| cost(id)).collect();
+        r.settle(&costs);
+        found
     }
 
     #[test]
@@ -161,12 +179,12 @@ mod tests {
         let mut r = UpwardRanks::default();
         settle(&mut r, &[1]);
         let mut asked = Vec::new();
-        let found = r.unranked(&[5], usize::MAX, |id| {
+        r.unranked(&[5], usize::MAX, |id| {
             asked.push(id);
             succs(id)
         });
         assert_eq!(asked, vec![5], "3 is ranked: its successors are not asked");
-        r.settle(&found, &[3.0]);
+        r.settle(&[3.0]);
         assert_eq!(r.rank(5), Some(6.0));
     }
 
@@ -183,7 +201,7 @@ mod tests {
         let mut fresh = UpwardRanks::default();
         let found = fresh.unranked(&[1], 2, succs);
         assert_eq!(found.iter().map(|u| u.id).collect::<Vec<_>>(), vec![2, 1]);
-        fresh.settle(&found, &[5.0, 1.0]);
+        fresh.settle(&[5.0, 1.0]);
         assert_eq!(fresh.rank(2), Some(5.0));
         assert_eq!(fresh.rank(1), Some(6.0));
     }

@@ -427,15 +427,28 @@ impl TaskRef<'_> {
 /// none of them can have completed (a task completes after all its
 /// predecessors, and the roots are held).
 pub struct GraphBelow<'a> {
-    known: rustc_hash::FxHashSet<usize>,
+    known: &'a mut rustc_hash::FxHashSet<usize>,
     _held: PhantomData<&'a [Task]>,
 }
 
+/// The largest set of known tasks a view leaves to the next one (a
+/// larger one is dropped: emptying it would cost every later view its
+/// whole size).
+const KEPT_KNOWN: usize = 1024;
+
 impl<'a> GraphBelow<'a> {
-    /// The graph below `tasks`, which stay held while the view lives.
-    pub fn of(tasks: &'a [Task]) -> GraphBelow<'a> {
+    /// The graph below `tasks`, which stay held while the view lives;
+    /// `known` is the view's set of the tasks it may ask about, emptied
+    /// first and kept by the caller, so that views allocate none once it
+    /// has grown.
+    pub fn of(tasks: &'a [Task], known: &'a mut rustc_hash::FxHashSet<usize>) -> GraphBelow<'a> {
+        if known.capacity() > KEPT_KNOWN {
+            *known = rustc_hash::FxHashSet::default();
+        }
+        known.clear();
+        known.extend(tasks.iter().map(Task::addr));
         GraphBelow {
-            known: tasks.iter().map(Task::addr).collect(),
+            known,
             _held: PhantomData,
         }
     }
