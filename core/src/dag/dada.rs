@@ -29,7 +29,7 @@
 //! makes at most log2(1/eps) + 2 tries after the first (about 8 at the
 //! default ε = 0.01, see `docs/balancers.md` for measured times).
 
-use super::{Backlog, DagTask, DagWorker, by_speedup};
+use super::{Backlog, DagTask, DagWorker, PerTask, PerWorker, by_speedup};
 
 /// Upper bound on the binary search's steps (reached only with a tiny
 /// `eps`).
@@ -43,7 +43,7 @@ pub fn place(
     alpha: f64,
     eps: f64,
     cp: bool,
-) -> Vec<usize> {
+) -> PerTask<usize> {
     let alpha = if alpha.is_finite() {
         alpha.clamp(0.0, 1.0)
     } else {
@@ -56,7 +56,7 @@ pub fn place(
     };
     let p = Problem::new(tasks, workers, cp);
     let Some(upper) = p.upper() else {
-        return vec![usize::MAX; tasks.len()];
+        return smallvec::smallvec![usize::MAX; tasks.len()];
     };
     let mut best = p.attempt(upper, alpha).unwrap_or_else(|| p.fallback());
     let (mut lo, mut hi) = (p.lower().min(upper), upper);
@@ -81,20 +81,20 @@ pub fn place(
 struct Problem<'a> {
     workers: &'a [DagWorker],
     /// `cost[i][w]`; `None`: worker `w` cannot run task `i`.
-    cost: Vec<Vec<Option<f64>>>,
-    base: Vec<f64>,
+    cost: PerTask<PerWorker<Option<f64>>>,
+    base: PerWorker<f64>,
     /// Tasks with a known cost, by decreasing speedup.
-    by_speedup: Vec<usize>,
+    by_speedup: PerTask<usize>,
     /// Tasks with an affinity, by decreasing bytes, with their node.
-    by_affinity: Vec<(usize, usize)>,
+    by_affinity: PerTask<(usize, usize)>,
     /// Each task's cheapest cost on a CPU (`[0]`) and on an accelerator
     /// (`[1]`), the same for every guess.
-    cheapest: [Vec<Option<f64>>; 2],
+    cheapest: [PerTask<Option<f64>>; 2],
 }
 
 impl<'a> Problem<'a> {
     fn new(tasks: &[DagTask], workers: &'a [DagWorker], cp: bool) -> Problem<'a> {
-        let cost: Vec<Vec<Option<f64>>> = tasks
+        let cost: PerTask<PerWorker<Option<f64>>> = tasks
             .iter()
             .map(|t| {
                 (0..workers.len())
@@ -117,9 +117,9 @@ impl<'a> Problem<'a> {
             })
             .collect();
         let known = |i: usize| cost[i].iter().any(Option::is_some);
-        let mut order: Vec<usize> = (0..tasks.len()).filter(|&i| known(i)).collect();
+        let mut order: PerTask<usize> = (0..tasks.len()).filter(|&i| known(i)).collect();
         by_speedup(tasks, workers, &mut order);
-        let mut by_affinity: Vec<(usize, usize)> = order
+        let mut by_affinity: PerTask<(usize, usize)> = order
             .iter()
             .filter_map(|&i| {
                 let a = tasks[i].affinity?;
@@ -131,7 +131,7 @@ impl<'a> Problem<'a> {
             let bytes = |v: Option<super::Affinity>| v.map_or(0.0, |a| a.bytes);
             bytes(y).total_cmp(&bytes(x))
         });
-        let cheapest_in = |accelerator: bool| -> Vec<Option<f64>> {
+        let cheapest_in = |accelerator: bool| -> PerTask<Option<f64>> {
             cost.iter()
                 .map(|c| {
                     c.iter()
@@ -204,10 +204,10 @@ impl<'a> Problem<'a> {
     }
 
     /// One try of guess `lambda`: the schedule, or `None` when rejected.
-    fn attempt(&self, lambda: f64, alpha: f64) -> Option<Vec<usize>> {
+    fn attempt(&self, lambda: f64, alpha: f64) -> Option<PerTask<usize>> {
         let n = self.cost.len();
         let mut load = self.base.clone();
-        let mut at = vec![usize::MAX; n];
+        let mut at: PerTask<usize> = smallvec::smallvec![usize::MAX; n];
         if alpha > 0.0 {
             for &(i, node) in &self.by_affinity {
                 let target = (0..self.workers.len())
@@ -222,13 +222,13 @@ impl<'a> Problem<'a> {
                 }
             }
         }
-        let mut acc = Vec::new();
-        let mut cpu = Vec::new();
+        let mut acc = PerTask::new();
+        let mut cpu = PerTask::new();
         let mut area: f64 = (0..self.workers.len())
             .filter(|&w| self.workers[w].is_accelerator())
             .map(|w| load[w])
             .sum();
-        let mut flexible = Vec::new();
+        let mut flexible: PerTask<(usize, f64)> = PerTask::new();
         for &i in &self.by_speedup {
             if at[i] != usize::MAX {
                 continue;
@@ -268,7 +268,7 @@ impl<'a> Problem<'a> {
     fn list_schedule(
         &self,
         accelerator: bool,
-        mut list: Vec<usize>,
+        mut list: PerTask<usize>,
         lambda: f64,
         load: &mut [f64],
         at: &mut [usize],
@@ -295,9 +295,9 @@ impl<'a> Problem<'a> {
 
     /// Earliest finish for everything (never needed in practice: the upper
     /// guess is always accepted).
-    fn fallback(&self) -> Vec<usize> {
+    fn fallback(&self) -> PerTask<usize> {
         let mut load = self.base.clone();
-        let mut at = vec![usize::MAX; self.cost.len()];
+        let mut at: PerTask<usize> = smallvec::smallvec![usize::MAX; self.cost.len()];
         for &i in &self.by_speedup {
             if let Some((w, end)) = (0..self.workers.len())
                 .filter_map(|w| self.cost[i][w].map(|c| (w, load[w] + c)))
@@ -476,7 +476,7 @@ mod tests {
     fn existing_loads_shift_work_away() {
         let w = [gpu(1, 100.0), gpu(2, 0.0)];
         let tasks: Vec<_> = (0..4).map(|_| task(&w, 10.0, 1.0)).collect();
-        assert_eq!(place(&tasks, &w, 0.0, 0.01, false), vec![1; 4]);
+        assert_eq!(place(&tasks, &w, 0.0, 0.01, false).as_slice(), [1; 4]);
     }
 
     #[test]
@@ -485,12 +485,15 @@ mod tests {
         assert!(place(&[], &w, 0.5, 0.01, false).is_empty());
         let mut none = task(&w, 1.0, 1.0);
         none.cost_s = vec![None];
-        assert_eq!(place(&[none], &w, 0.5, 0.01, false), vec![usize::MAX]);
+        assert_eq!(
+            place(&[none], &w, 0.5, 0.01, false).as_slice(),
+            [usize::MAX]
+        );
         // Zero costs, NaN parameters.
         let t = task(&w, 0.0, 0.0);
         assert_eq!(
-            place(&[t.clone(), t], &w, f64::NAN, f64::NAN, true),
-            vec![0, 0]
+            place(&[t.clone(), t], &w, f64::NAN, f64::NAN, true).as_slice(),
+            [0, 0]
         );
     }
 }

@@ -198,7 +198,7 @@ pub fn place(
     match method {
         Method::Heft => heft::place(tasks, workers, most_accelerated),
         Method::Dada { alpha, eps, cp } => Placement {
-            at: dada::place(tasks, workers, alpha, eps, cp).into(),
+            at: dada::place(tasks, workers, alpha, eps, cp),
             offloaded: 0,
         },
     }
