@@ -42,7 +42,7 @@ use super::decide::{Batch, Decided, GraphTask, Member, Spare};
 use super::lines::{Line, Placed, StealCharges, data_coming, queue_placed, steal_placed};
 use super::rank::RANKS_CAP;
 use super::ready::ReadyList;
-use super::{DATA_PENALTY, PerTask, PerWorker, concurrent_share};
+use super::{DATA_PENALTY, PerTask, concurrent_share};
 use crate::balance::WorkerKind;
 use crate::sleepers::Sleepers;
 use crate::worker_queues::{Glance, QueueSet};
@@ -658,19 +658,11 @@ impl<T: GraphTask> GraphSched<T> {
         };
         // A CPU worker gets data out of an accelerator's memory once that
         // accelerator ends what it runs (`StealCharges::waits_for`).
-        let devices: PerWorker<bool> = if cpu {
-            self.kinds
-                .iter()
-                .map(|k| k.is_some_and(|k| k != WorkerKind::Cpu))
-                .collect()
-        } else {
-            PerWorker::new()
-        };
         let charges = StealCharges {
             transfer_share: share,
             margin,
             penalty,
-            waits_for: &devices,
+            waits_for: cpu.then_some(self.kinds.as_slice()),
         };
         let (p, est) = steal_placed(lines, members, worker, now, charges)?;
         lines.with(worker, |q| q.starting(Some(p.task.id()), est, now, cpu));

@@ -11,6 +11,7 @@
 //! as the caller says, and compute against the victim's predicted end of
 //! that task).
 
+use crate::balance::WorkerKind;
 use crate::worker_queues::{QueueSet, WorkerQueue, steal_latest_end};
 pub use crate::worker_queues::{READY_LOOKAHEAD, RUNNING_CAP};
 
@@ -73,9 +74,9 @@ pub struct StealCharges<'a> {
     /// The data penalty: the predicted transfer counted once more, times
     /// this.
     pub penalty: f64,
-    /// Per worker id, the victims a task with data to move to the thief
-    /// waits for: their running work comes before the transfer (missing
-    /// or empty: none). StarPU has a copy out of an accelerator's memory
+    /// For a CPU thief, the members' kinds by worker id (`None`: another
+    /// thief): a task with data to move to it waits for an accelerator
+    /// victim's running work before the transfer. StarPU has a copy out of an accelerator's memory
     /// into main memory issued by that accelerator's worker (the copy's
     /// handling node is the device's), between its tasks: a CPU worker
     /// that steals from an accelerator gets the task's data once the
@@ -84,7 +85,7 @@ pub struct StealCharges<'a> {
     /// from a GPU starting a 21 ms factorisation, got its data 21 ms later
     /// and ran it in 11 ms where the GPU took 0.3 (docs/results.md,
     /// twenty-fifth round).
-    pub waits_for: &'a [bool],
+    pub waits_for: Option<&'a [Option<WorkerKind>]>,
 }
 
 /// `thief` (idle at `now`) takes, from the line among `victims` with the
@@ -117,7 +118,10 @@ pub fn steal_placed<T>(
                 now + ahead.end_s - there <= q.latest_start_s && q.latest_start_s.is_finite();
             let margin = if spare { charges.margin * cost } else { 0.0 };
             // The victim's work before its queue: what it runs.
-            let waits = charges.waits_for.get(v).copied().unwrap_or(false);
+            let waits = charges
+                .waits_for
+                .and_then(|kinds| kinds.get(v).copied().flatten())
+                .is_some_and(|k| k != WorkerKind::Cpu);
             let behind = if waits && transfer > 0.0 {
                 (ahead.end_s - ahead.queued_s).max(0.0)
             } else {
@@ -145,7 +149,7 @@ mod tests {
             transfer_share,
             margin: 0.0,
             penalty,
-            waits_for: &[],
+            waits_for: None,
         }
     }
 
@@ -214,9 +218,10 @@ mod tests {
     #[test]
     fn a_thief_waiting_for_the_victim_gets_data_once_its_running_work_ends() {
         let l = PlainQueues::new(2);
-        // Worker 0, the victim, is an accelerator; worker 1, the thief, not.
+        // Worker 0, the victim, is an accelerator; worker 1, the thief, a
+        // CPU worker.
         let waits = StealCharges {
-            waits_for: &[true, false],
+            waits_for: Some(&[Some(WorkerKind::Cuda), Some(WorkerKind::Cpu)]),
             ..charged(1.0, 0.0)
         };
         // Worker 0 runs a 10 s task and holds a 1 s one behind it (ending

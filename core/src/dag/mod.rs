@@ -43,10 +43,12 @@ use smallvec::SmallVec;
 
 use crate::balance::WorkerKind;
 
-/// A placement's temporary list indexed by worker or batch member: on the
-/// stack up to 16 workers (no allocation per activation on machines of
-/// that size), on the heap beyond. Used only within one function (its
-/// inline room makes it large to move).
+/// A placement's list indexed by worker or batch member: inline up to 16
+/// workers (no allocation per activation on machines of that size), on
+/// the heap beyond. Its inline room makes it large to move: lists of
+/// words stay within one function (HEFT's backlogs and candidates, the
+/// batch's nodes) or in a structure built once and borrowed (DADA's
+/// problem); StarPU's facts carry one of flags per task.
 pub(crate) type PerWorker<T> = SmallVec<[T; 16]>;
 
 /// A list indexed by a batch's tasks: inline for a batch of one task, on

@@ -18,9 +18,11 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 /// (so at most twice this many ranks, a few MiB, are ever kept).
 pub const RANKS_CAP: usize = 1 << 17;
 
-/// The largest set of reached tasks, and list of tasks found, kept from
-/// one walk to the next.
-const KEPT_SEEN: usize = 1024;
+/// The largest scratch set or list a walk (its reached tasks, the tasks it
+/// found), or the caller's view of the graph it walks, keeps for the next
+/// walk: a larger one is dropped, as emptying it would cost every later
+/// walk its whole size.
+pub const KEPT_SCRATCH: usize = 1024;
 
 /// A task reached by a walk and not ranked yet, with its successors.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,7 +101,7 @@ impl UpwardRanks {
         }
         // A large walk's set is not kept: emptying it would cost every
         // later walk its whole size.
-        if seen.capacity() > KEPT_SEEN {
+        if seen.capacity() > KEPT_SCRATCH {
             *seen = HashSet::default();
         }
         out
@@ -120,7 +122,7 @@ impl UpwardRanks {
             self.rank.insert(u.id, own + below);
         }
         // A large walk's list is not kept either (its memory).
-        if found.capacity() <= KEPT_SEEN {
+        if found.capacity() <= KEPT_SCRATCH {
             self.found = found;
         }
     }

@@ -431,18 +431,13 @@ pub struct GraphBelow<'a> {
     _held: PhantomData<&'a [Task]>,
 }
 
-/// The largest set of known tasks a view leaves to the next one (a
-/// larger one is dropped: emptying it would cost every later view its
-/// whole size).
-const KEPT_KNOWN: usize = 1024;
-
 impl<'a> GraphBelow<'a> {
     /// The graph below `tasks`, which stay held while the view lives;
     /// `known` is the view's set of the tasks it may ask about, emptied
     /// first and kept by the caller, so that views allocate none once it
     /// has grown.
     pub fn of(tasks: &'a [Task], known: &'a mut rustc_hash::FxHashSet<usize>) -> GraphBelow<'a> {
-        if known.capacity() > KEPT_KNOWN {
+        if known.capacity() > plb_core::dag::rank::KEPT_SCRATCH {
             *known = rustc_hash::FxHashSet::default();
         }
         known.clear();
