@@ -3,7 +3,8 @@
 //! policies' lines ([`crate::dag::lines`]) hold their tasks in.
 //!
 //! Each worker's queue is ordered by priority (highest first, then arrival,
-//! as `dmdas`) and keeps, as `dmda` does, its expected start (the predicted
+//! as `dmdas`; or, within a priority, by a latest start the pusher gives:
+//! [`WorkerQueue::push_due`]) and keeps, as `dmda` does, its expected start (the predicted
 //! end of the tasks the worker runs, several at once for a pipelined
 //! accelerator, reset to *now* when it runs nothing), its expected length
 //! (the queued tasks' predictions, also per priority, plus placements
@@ -32,6 +33,9 @@ struct Entry<I> {
     est_s: f64,
     /// Marked by its pusher ([`WorkerQueue::push_marked`]).
     marked: bool,
+    /// The latest start its pusher gave ([`WorkerQueue::push_due`];
+    /// infinite otherwise): earlier first within a priority.
+    due_s: f64,
 }
 
 /// One worker's queue and its `dmda` bookkeeping. The schedulers reach
@@ -235,6 +239,14 @@ impl<I> WorkerQueue<I> {
     /// [`WorkerQueue::push`], the task marked or not (what the mark means
     /// is the caller's; [`WorkerQueue::holds_marked`] counts them).
     pub fn push_marked(&mut self, item: I, priority: i32, est_s: f64, marked: bool) {
+        self.push_due(item, priority, f64::INFINITY, est_s, marked);
+    }
+
+    /// [`WorkerQueue::push_marked`], the task ahead of the tasks of its
+    /// priority due to start later than `due_s` (seconds, the caller's
+    /// clock; infinite: after every one of its priority). Tasks due at the
+    /// same time stay in arrival order.
+    pub fn push_due(&mut self, item: I, priority: i32, due_s: f64, est_s: f64, marked: bool) {
         let est_s = clean(est_s);
         self.queued_s += est_s;
         let b = self.bucket(priority);
@@ -246,9 +258,13 @@ impl<I> WorkerQueue<I> {
             _ => self.by_priority.insert(b, (priority, est_s, 1)),
         }
         self.marked += usize::from(marked);
-        // After every task of higher or equal priority (the queue is
-        // ordered by priority: a binary search).
-        let at = self.items.partition_point(|e| e.priority >= priority);
+        // After every task of higher priority, and of equal priority due
+        // no later (the queue is ordered by priority, then due time: a
+        // binary search).
+        let due_s = if due_s.is_nan() { f64::INFINITY } else { due_s };
+        let at = self.items.partition_point(|e| {
+            e.priority > priority || (e.priority == priority && e.due_s <= due_s)
+        });
         self.items.insert(
             at,
             Entry {
@@ -256,6 +272,7 @@ impl<I> WorkerQueue<I> {
                 priority,
                 est_s,
                 marked,
+                due_s,
             },
         );
     }
@@ -618,6 +635,32 @@ mod tests {
         assert_eq!(order_after(&q), vec![2, 4, 1, 3]);
         assert_eq!(q.held(), 0);
         assert_eq!(q.push_to(3, 9, 0, 1.0), Err(9), "no queue for worker 3");
+    }
+
+    #[test]
+    fn due_times_order_a_priority_and_never_cross_priorities() {
+        let q = PlainQueues::new(1);
+        // (id, priority, latest start): infinite is a plain push.
+        for (id, prio, due) in [
+            (1, 0, f64::INFINITY),
+            (2, 0, 5.0),
+            (3, 0, 2.0),
+            (4, 0, 5.0),
+            (5, 9, 8.0),
+            (6, 0, f64::NAN),
+            (7, 9, 1.0),
+        ] {
+            q.with(0, |x| x.push_due(id, prio, due, 1.0, false))
+                .unwrap();
+        }
+        // Priority 9 first, earliest due first; within 0 the earliest due,
+        // ties (2 and 4) and the undated (1, 6: NaN counts as undated) in
+        // arrival order.
+        assert_eq!(
+            q.with(0, |x| x.queued_by_priority()).unwrap(),
+            vec![(9, 2.0), (0, 5.0)]
+        );
+        assert_eq!(order_after(&q), vec![7, 5, 3, 2, 4, 1, 6]);
     }
 
     #[test]

@@ -74,6 +74,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use plb_core::balance::WorkerKind;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
 use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, pop_own};
+use plb_core::dag::line_order::LineOrder;
 use plb_core::dag::lines::Placed;
 use plb_core::dag::prefetch::{PrefetchHorizon, PrefetchSetting};
 use plb_core::dag::rank::{RANKS_CAP, UpwardRanks};
@@ -434,6 +435,12 @@ impl SchedPolicy for DagPolicy {
         let mut sched = GraphSched::new(n);
         sched.set_window(tuning.heft_window.filter(|_| method == Method::Heft));
         sched.set_data_penalty(method == Method::Heft);
+        // Only `plb-heft` ranks its tasks: the others' have no slack.
+        sched.set_line_order(if method == Method::Heft {
+            tuning.line_order
+        } else {
+            LineOrder::Arrival
+        });
         // The ranks forget completed tasks: each batch brings those
         // completed since the previous one.
         sched.list_completed(method == Method::Heft);

@@ -12,6 +12,7 @@ use std::fmt;
 
 use super::{AcostaConfig, HdssConfig, PlbHacConfig, PlbHecConfig};
 use crate::dag::graph::Window;
+use crate::dag::line_order::LineOrder;
 use crate::dag::prefetch::PrefetchSetting;
 use crate::solve::Primary;
 
@@ -150,6 +151,9 @@ pub struct Tuning {
     /// tasks to CPU workers within their slack (see
     /// [`crate::dag::offload`]).
     pub cpu_offload: bool,
+    /// `PLB_LINE_ORDER`: how `plb-heft`'s accelerator lines order one
+    /// priority's tasks (see [`LineOrder`]).
+    pub line_order: LineOrder,
 }
 
 /// Default of `PLB_DADA_ALPHA` (see `docs/balancers.md`, "Task graphs").
@@ -181,6 +185,7 @@ impl Default for Tuning {
             heft_window: Some(HEFT_WINDOW),
             starpu_models: true,
             prefetch_horizon: PrefetchSetting::Auto,
+            line_order: LineOrder::Auto,
             cpu_offload: true,
         }
     }
@@ -290,6 +295,12 @@ pub const VARIABLES: &[Variable] = &[
         accepted: "`on` or `off`",
         default: "on",
         meaning: "plb-heft, with at least 2 CPU workers per accelerator memory node: a task whose accelerator speedup is below half the highest among the codelets goes to a CPU worker instead of the accelerator that would finish it first, when that delays it by at most half its slack and twice that accelerator's backlog (`off`: earliest finish only)",
+    },
+    Variable {
+        name: "PLB_LINE_ORDER",
+        accepted: "`auto`, `arrival` or `latest-start`",
+        default: "auto",
+        meaning: "plb-heft: the order of the tasks of one priority on an accelerator's line (`arrival`: as queued, as dmdas; `latest-start`: earliest latest start first, the time a task was queued plus its slack then, a task without a rank after those with one; `auto`: `latest-start` with 3 or more accelerator memory nodes, otherwise `arrival`); CPU workers' lines keep arrival order",
     },
 ];
 
@@ -474,6 +485,20 @@ impl Tuning {
         }
         if let Some(v) = var("PLB_CPU_OFFLOAD") {
             t.cpu_offload = on_off("PLB_CPU_OFFLOAD", v)?;
+        }
+        if let Some(v) = var("PLB_LINE_ORDER") {
+            t.line_order = match v.trim() {
+                "auto" => LineOrder::Auto,
+                "arrival" => LineOrder::Arrival,
+                "latest-start" => LineOrder::LatestStart,
+                _ => {
+                    return Err(TuningError {
+                        name: "PLB_LINE_ORDER",
+                        value: v,
+                        accepted: accepted("PLB_LINE_ORDER"),
+                    });
+                }
+            };
         }
         if let Some(v) = var("PLB_PREFETCH_HORIZON") {
             t.prefetch_horizon = match v.trim() {
@@ -673,6 +698,8 @@ mod tests {
             ("PLB_PREFETCH_HORIZON", "-5"),
             ("PLB_PREFETCH_HORIZON", "inf"),
             ("PLB_PREFETCH_HORIZON", "never"),
+            ("PLB_LINE_ORDER", "fifo"),
+            ("PLB_LINE_ORDER", "latest_start"),
         ];
         for (name, value) in cases {
             let e = with(&[(name, value)]).unwrap_err();
@@ -742,6 +769,21 @@ mod tests {
         assert_eq!(t.prefetch_horizon, PrefetchSetting::Off);
         let t = with(&[("PLB_PREFETCH_HORIZON", "auto")]).unwrap();
         assert_eq!(t.prefetch_horizon, PrefetchSetting::Auto);
+    }
+
+    #[test]
+    fn line_order() {
+        assert_eq!(Tuning::default().line_order, LineOrder::Auto);
+        for (value, order) in [
+            (" arrival ", LineOrder::Arrival),
+            ("latest-start", LineOrder::LatestStart),
+            ("auto", LineOrder::Auto),
+        ] {
+            assert_eq!(
+                with(&[("PLB_LINE_ORDER", value)]).unwrap().line_order,
+                order
+            );
+        }
     }
 
     #[test]

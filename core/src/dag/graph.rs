@@ -39,7 +39,8 @@
 use std::collections::VecDeque;
 
 use super::decide::{Batch, Decided, GraphTask, Member, Spare};
-use super::lines::{Line, Placed, StealCharges, data_coming, queue_placed, steal_placed};
+use super::line_order::LineOrder;
+use super::lines::{Line, Placed, StealCharges, data_coming, queue_placed_by, steal_placed};
 use super::rank::RANKS_CAP;
 use super::ready::ReadyList;
 use super::{DATA_PENALTY, PerTask, concurrent_share};
@@ -134,6 +135,12 @@ pub struct GraphSched<T> {
     /// One member alone is of the kinds found able to run the tasks
     /// placed so far ([`GraphSched::lone_worker`]).
     lone: bool,
+    /// How the accelerators' lines order a priority's tasks
+    /// ([`GraphSched::set_line_order`]).
+    line_order: LineOrder,
+    /// Whether, with the members as they are, the accelerators' lines
+    /// order by latest start ([`LineOrder::by_latest_start`]).
+    by_latest_start: bool,
 }
 
 /// How many tasks a line may hold before placement waits for room: the
@@ -200,7 +207,16 @@ impl<T: GraphTask> GraphSched<T> {
             listing_completed: false,
             capable_kinds: [false; WorkerKind::ALL.len()],
             lone: false,
+            line_order: LineOrder::Arrival,
+            by_latest_start: false,
         }
+    }
+
+    /// How the accelerators' lines order the tasks of one priority (the
+    /// default here: arrival order).
+    pub fn set_line_order(&mut self, order: LineOrder) {
+        self.line_order = order;
+        self.refresh_lone();
     }
 
     /// Something changed that may give held tasks room.
@@ -217,9 +233,11 @@ impl<T: GraphTask> GraphSched<T> {
 
     /// Recomputes [`GraphSched::lone_worker`] after the members or the
     /// capable kinds changed; the ready list follows (arrival order for a
-    /// lone worker).
+    /// lone worker), and so does the lines' order.
     fn refresh_lone(&mut self) {
         self.lone = self.lone_worker();
+        // The line order follows the members too.
+        self.by_latest_start = self.line_order.by_latest_start(&self.members);
         self.ready
             .set_by_priority(self.window.is_some() && !self.lone);
     }
@@ -529,9 +547,15 @@ impl<T: GraphTask> GraphSched<T> {
                 priority,
                 ..d.placed
             });
+            let latest_start_first = self
+                .kinds
+                .get(w)
+                .copied()
+                .flatten()
+                .is_some_and(|kind| LineOrder::applies_to(kind, self.by_latest_start));
             lines.with(w, |q| {
                 if let Some(p) = placed.take() {
-                    queue_placed(q, w, p, d.est_s);
+                    queue_placed_by(q, w, p, d.est_s, latest_start_first);
                 }
             });
             if let Some(p) = placed {
@@ -824,6 +848,7 @@ mod tests {
     use super::*;
     use crate::dag::Method;
     use crate::dag::decide::{GraphModels, decide};
+    use crate::dag::lines::queue_placed;
     use crate::dag::testutil::Tile;
     use crate::worker_queues::PlainQueues;
 
@@ -1379,6 +1404,56 @@ mod tests {
         let queued = lines.with(1, |q| q.take_all()).unwrap();
         assert_eq!(queued.len(), 1);
         assert_eq!(queued[0].0.latest_start_s, 7.0);
+    }
+
+    /// With 3 accelerator memory nodes (`LineOrder::Auto`) an
+    /// accelerator's line runs first the task due to start first, an
+    /// unranked one last; with 2, on a CPU worker's line, and with
+    /// `LineOrder::Arrival`, arrival order.
+    #[test]
+    fn accelerator_lines_order_by_latest_start_from_three_devices() {
+        let queued_order = |gpus: usize, order: LineOrder, target: usize| -> Vec<usize> {
+            let n = gpus + 1;
+            let sleepers = Sleepers::new(n, true);
+            let mut s = GraphSched::new(n);
+            let mut members: Vec<Member> = (0..gpus).map(gpu_member).collect();
+            members.push(Member {
+                id: gpus,
+                kind: WorkerKind::Cpu,
+                node: 0,
+            });
+            s.add_workers(&members, &sleepers);
+            s.set_line_order(order);
+            let lines: TileLines = PlainQueues::new(n);
+            // Only `target` can run them (worker 0, which queues them at
+            // 5 s, does not steal them): task 1 with 9 s of slack, task 2
+            // with 3 s, task 3 unranked.
+            let mut cost = vec![None; n];
+            cost[target] = Some(1.0);
+            let decided = Decided {
+                decisions: [(1, 9.0), (2, 3.0), (3, f64::INFINITY)]
+                    .into_iter()
+                    .map(|(id, slack_s)| super::super::decide::Decision {
+                        placed: Placed::new(Tile::job(id), 0, cost.clone(), vec![0.0; n]),
+                        worker: target,
+                        est_s: 1.0,
+                        slack_s,
+                    })
+                    .collect(),
+                ..Decided::nothing()
+            };
+            let mut round = GraphRound::default();
+            s.pop_step(0, 1, 5.0, &sleepers, &mut round, Some(decided), &lines);
+            let queued = lines.with(target, |q| q.take_all()).unwrap();
+            queued.iter().map(|(p, _)| p.task.id()).collect()
+        };
+        assert_eq!(queued_order(3, LineOrder::Auto, 1), [2, 1, 3]);
+        assert_eq!(queued_order(3, LineOrder::LatestStart, 1), [2, 1, 3]);
+        assert_eq!(queued_order(2, LineOrder::LatestStart, 1), [2, 1, 3]);
+        assert_eq!(queued_order(2, LineOrder::Auto, 1), [1, 2, 3]);
+        assert_eq!(queued_order(3, LineOrder::Arrival, 1), [1, 2, 3]);
+        // The CPU worker (id 3) keeps arrival order.
+        assert_eq!(queued_order(3, LineOrder::Auto, 3), [1, 2, 3]);
     }
 
     /// An idle accelerator steals a task with slack to spare only for a

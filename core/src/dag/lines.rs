@@ -50,11 +50,30 @@ impl<T> Placed<T> {
 pub type Line<T> = WorkerQueue<Placed<T>>;
 
 /// Queues `placed` on `worker`'s line, marked when a transfer to `worker`
-/// was predicted for it (data on its way there: [`data_coming`]).
+/// was predicted for it (data on its way there: [`data_coming`]), after
+/// the tasks of its priority queued before it.
 pub fn queue_placed<T>(line: &mut Line<T>, worker: usize, placed: Placed<T>, est_s: f64) {
+    queue_placed_by(line, worker, placed, est_s, false);
+}
+
+/// [`queue_placed`], ahead of the tasks of its priority due to start later
+/// ([`Placed::latest_start_s`]) when `latest_start_first`
+/// ([`super::line_order`]).
+pub fn queue_placed_by<T>(
+    line: &mut Line<T>,
+    worker: usize,
+    placed: Placed<T>,
+    est_s: f64,
+    latest_start_first: bool,
+) {
     let coming = placed.transfer_s.get(worker).is_some_and(|&t| t > 0.0);
     let priority = placed.priority;
-    line.push_marked(placed, priority, est_s, coming);
+    let due_s = if latest_start_first {
+        placed.latest_start_s
+    } else {
+        f64::INFINITY
+    };
+    line.push_due(placed, priority, due_s, est_s, coming);
 }
 
 /// Whether a task queued on `line` by [`queue_placed`] waits for data.

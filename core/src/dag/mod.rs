@@ -22,6 +22,7 @@
 //!   (`PLB_GRAPH`), a lower bound on its makespan that keeps the
 //!   dependencies, and an offline HEFT schedule of it (an upper bound).
 //! * [`prefetch`]: which placed tasks the adapter prefetches at once.
+//! * [`line_order`]: the order of an accelerator's line within a priority.
 //!
 //! `docs/balancers.md`, "Task graphs", states what is decided where and
 //! what one activation costs.
@@ -31,6 +32,7 @@ pub mod dada;
 pub mod decide;
 pub mod graph;
 pub mod heft;
+pub mod line_order;
 pub mod lines;
 pub mod offline;
 pub mod offload;
