@@ -11,6 +11,7 @@ use plb_core::balance::WorkerKind;
 use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
 use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, Window, pop_own};
+use plb_core::dag::line_order::LineOrder;
 use plb_core::dag::lines::Placed;
 use plb_core::sleepers::Sleepers;
 use plb_core::worker_queues::{PlainQueues, QueueSet};
@@ -148,6 +149,13 @@ impl Graph {
     /// HEFT's CPU offload ([`plb_core::dag::offload`]) then acts.
     pub fn ranked(mut self) -> Graph {
         self.ranked = true;
+        self
+    }
+
+    /// The accelerator's line ordered as `order` says
+    /// ([`GraphSched::set_line_order`]; with ranks, by latest start).
+    pub fn line_order(mut self, order: LineOrder) -> Graph {
+        self.sched.set_line_order(order);
         self
     }
 }

@@ -17,6 +17,7 @@ use plb_core::taskmode::{CONSULTS_PER_POP, TaskModeCounters};
 use explorer::{explore, explore_released, explore_reporting_all};
 use graph::{Graph, OwnLine};
 use plb_core::dag::graph::Window;
+use plb_core::dag::line_order::LineOrder;
 use task_mode::{Protocol, TaskMode};
 
 /// Every interleaving reached, on every balancer task mode runs, loses no
@@ -70,11 +71,13 @@ fn task_graph_policies_lose_no_task_and_no_worker() {
         cpu: 1,
     });
     // (method, window, ranked: batches with ranks, codelets of unlike
-    // speedups, so that HEFT's CPU offload acts)
+    // speedups, so that HEFT's CPU offload acts; the accelerator's line
+    // then by latest start when `latest`)
     let methods = [
-        (Method::Heft, None, false),
-        (Method::Heft, small, false),
-        (Method::Heft, None, true),
+        (Method::Heft, None, false, false),
+        (Method::Heft, small, false, false),
+        (Method::Heft, None, true, false),
+        (Method::Heft, small, true, true),
         (
             Method::Dada {
                 alpha: 0.5,
@@ -82,6 +85,7 @@ fn task_graph_policies_lose_no_task_and_no_worker() {
                 cp: false,
             },
             None,
+            false,
             false,
         ),
         (
@@ -92,12 +96,18 @@ fn task_graph_policies_lose_no_task_and_no_worker() {
             },
             None,
             false,
+            false,
         ),
     ];
-    for (method, window, ranked) in methods {
+    for (method, window, ranked, latest) in methods {
         let make = |plan: &explorer::Plan| {
             let g = Graph::new(plan, method, OwnLine::Current, window);
-            if ranked { g.ranked() } else { g }
+            let g = if ranked { g.ranked() } else { g };
+            if latest {
+                g.line_order(LineOrder::LatestStart)
+            } else {
+                g
+            }
         };
         match explore(make, 0..300) {
             Err((seed, e, log)) => {
@@ -110,7 +120,7 @@ fn task_graph_policies_lose_no_task_and_no_worker() {
                 let locked: u64 = sides.iter().map(|s| s.locked_pops).sum();
                 let offloaded: usize = sides.iter().map(|s| s.offloaded).sum();
                 eprintln!(
-                    "{method:?} {window:?} ranked {ranked}: {actions} actions, {deferrals} deferrals, \
+                    "{method:?} {window:?} ranked {ranked} latest {latest}: {actions} actions, {deferrals} deferrals, \
                      {held} held for room, {own} own-line pops, {locked} locked pops, \
                      {offloaded} offloaded"
                 );
