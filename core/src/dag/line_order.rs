@@ -9,10 +9,10 @@
 //! The default, [`LineOrder::Auto`], orders by latest start where the
 //! context's accelerators span at least [`AUTO_MIN_DEVICES`] memory nodes,
 //! and by arrival otherwise. Measured on the SIMULATED study
-//! (docs/results.md, twenty-sixth round): with 3 to 8 GPUs the slack
-//! tells the critical tasks apart and the order shortened runs; with one
-//! GPU the slack (the remaining work spread over every worker, less the
-//! rank) misjudges which tasks are critical and it lengthened them.
+//! (docs/results.md, twenty-sixth round): with 3 to 8 GPUs the order
+//! shortened runs; with one GPU it lengthened them (traced on one run: an
+//! update on the critical chain queued behind tasks due to start
+//! earlier).
 
 use super::decide::Member;
 use crate::balance::WorkerKind;
