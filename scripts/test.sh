@@ -58,6 +58,10 @@ part "prefetch horizon under StarPU-SimGrid" bash scripts/check-prefetch-horizon
 # not when turned off, and not on idgraf's 8 GPUs with 4 CPU workers
 # (PLB_SUMMARY's cpu_offloads=).
 part "CPU offload under StarPU-SimGrid" bash scripts/check-cpu-offload.sh
+# plb-heft's line order acts through the adapter on idgraf's 8 GPUs, not
+# with PLB_LINE_ORDER=arrival, and not with 2 GPUs (PLB_SUMMARY's
+# line_jumps=).
+part "line order under StarPU-SimGrid" bash scripts/check-line-order.sh
 # The cross-check of our simulator against StarPU-SimGrid (builds its C
 # program; fails if the two makespans differ by more than 25%).
 part "simulator cross-check (plb simgrid --xcheck)" bash scripts/simgrid.sh --xcheck --out target/simgrid-xcheck

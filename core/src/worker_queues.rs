@@ -245,8 +245,16 @@ impl<I> WorkerQueue<I> {
     /// [`WorkerQueue::push_marked`], the task ahead of the tasks of its
     /// priority due to start later than `due_s` (seconds, the caller's
     /// clock; infinite: after every one of its priority). Tasks due at the
-    /// same time stay in arrival order.
-    pub fn push_due(&mut self, item: I, priority: i32, due_s: f64, est_s: f64, marked: bool) {
+    /// same time stay in arrival order. Returns whether it went ahead of a
+    /// task of its priority queued before it.
+    pub fn push_due(
+        &mut self,
+        item: I,
+        priority: i32,
+        due_s: f64,
+        est_s: f64,
+        marked: bool,
+    ) -> bool {
         let est_s = clean(est_s);
         self.queued_s += est_s;
         let b = self.bucket(priority);
@@ -265,6 +273,8 @@ impl<I> WorkerQueue<I> {
         let at = self.items.partition_point(|e| {
             e.priority > priority || (e.priority == priority && e.due_s <= due_s)
         });
+        // Undated, it goes after every task of its priority.
+        let ahead = due_s.is_finite() && self.items.get(at).is_some_and(|e| e.priority == priority);
         self.items.insert(
             at,
             Entry {
@@ -275,6 +285,7 @@ impl<I> WorkerQueue<I> {
                 due_s,
             },
         );
+        ahead
     }
 
     /// Counts `est_s` seconds placed here and not queued yet.
@@ -650,8 +661,12 @@ mod tests {
             (6, 0, f64::NAN),
             (7, 9, 1.0),
         ] {
-            q.with(0, |x| x.push_due(id, prio, due, 1.0, false))
+            let ahead = q
+                .with(0, |x| x.push_due(id, prio, due, 1.0, false))
                 .unwrap();
+            // A dated task passes the undated 1 (2, 3, 4), 3 passes 2, 7
+            // passes 5; the first of a priority and the undated pass none.
+            assert_eq!(ahead, [2, 3, 4, 7].contains(&id), "task {id}");
         }
         // Priority 9 first, earliest due first; within 0 the earliest due,
         // ties (2 and 4) and the undated (1, 6: NaN counts as undated) in

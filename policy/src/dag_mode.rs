@@ -656,6 +656,7 @@ impl SchedPolicy for DagPolicy {
             own_line_pops: self.g.own_line_pops.get(),
             prefetches_held: self.prefetches_held.load(Ordering::Relaxed),
             cpu_offloads: self.cpu_offloads.load(Ordering::Relaxed),
+            line_jumps: relaxed_lock(&self.state).line_jumps(),
         }
     }
 

@@ -56,6 +56,9 @@ pub struct ModelFigures {
     /// Tasks `plb-heft`'s CPU offload placed on a CPU worker rather than
     /// on the accelerator finishing them first (`PLB_CPU_OFFLOAD`).
     pub cpu_offloads: u64,
+    /// Placed tasks `plb-heft`'s line order queued ahead of a task of
+    /// their priority queued before them (`PLB_LINE_ORDER`).
+    pub line_jumps: u64,
 }
 
 impl ContextStats {
@@ -135,7 +138,7 @@ impl ContextStats {
     /// The summary printed at deinit when `PLB_SUMMARY=1`: the context line
     /// (`plb: policy=... ctx=... tasks=... executed=... workers=...
     /// popped=... left=... elapsed_ms=... refits=... solve_us=... lock_us=...
-    /// line_pops=... prefetch_held=... cpu_offloads=...`, every
+    /// line_pops=... prefetch_held=... cpu_offloads=... line_jumps=...`, every
     /// value an integer) then one `plb:   worker=...` line per worker that
     /// joined the context (busy and idle percentages of the context's
     /// lifetime, tasks run and units processed), at `now_us` (StarPU's
@@ -176,7 +179,8 @@ impl ContextStats {
             .clone();
         let mut lines = vec![format!(
             "plb: policy={policy} ctx={ctx} tasks={} executed={} workers={} popped={} left={left_queued} \
-             elapsed_ms={} refits={} solve_us={} lock_us={} line_pops={} prefetch_held={} cpu_offloads={}",
+             elapsed_ms={} refits={} solve_us={} lock_us={} line_pops={} prefetch_held={} cpu_offloads={} \
+             line_jumps={}",
             self.pushed(),
             self.executed(),
             workers.len(),
@@ -188,6 +192,7 @@ impl ContextStats {
             model.own_line_pops,
             model.prefetches_held,
             model.cpu_offloads,
+            model.line_jumps,
         )];
         for id in workers {
             let Some(w) = self.per_worker.get(id as usize) else {
@@ -334,13 +339,15 @@ mod tests {
                 own_line_pops: 2,
                 prefetches_held: 5,
                 cpu_offloads: 6,
+                line_jumps: 8,
             },
             1.0,
         );
         assert_eq!(
             lines[0],
             "plb: policy=greedy ctx=4 tasks=3 executed=1 workers=3 popped=2 left=1 \
-             elapsed_ms=1000 refits=7 solve_us=2500 lock_us=300 line_pops=2 prefetch_held=5 cpu_offloads=6"
+             elapsed_ms=1000 refits=7 solve_us=2500 lock_us=300 line_pops=2 prefetch_held=5 cpu_offloads=6 \
+             line_jumps=8"
         );
         assert_eq!(lines.len(), 4);
         assert_eq!(

@@ -642,6 +642,7 @@ impl SchedPolicy for TaskModePolicy {
             own_line_pops: self.g.own_line_pops.get(),
             prefetches_held: 0,
             cpu_offloads: 0,
+            line_jumps: 0,
         }
     }
 

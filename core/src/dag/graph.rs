@@ -141,6 +141,9 @@ pub struct GraphSched<T> {
     /// Whether, with the members as they are, the accelerators' lines
     /// order by latest start ([`LineOrder::by_latest_start`]).
     by_latest_start: bool,
+    /// Placed tasks the line order queued ahead of a task of their
+    /// priority queued before them, so far.
+    line_jumps: u64,
 }
 
 /// How many tasks a line may hold before placement waits for room: the
@@ -209,6 +212,7 @@ impl<T: GraphTask> GraphSched<T> {
             lone: false,
             line_order: LineOrder::Arrival,
             by_latest_start: false,
+            line_jumps: 0,
         }
     }
 
@@ -217,6 +221,12 @@ impl<T: GraphTask> GraphSched<T> {
     pub fn set_line_order(&mut self, order: LineOrder) {
         self.line_order = order;
         self.refresh_lone();
+    }
+
+    /// Placed tasks the line order ([`GraphSched::set_line_order`]) queued
+    /// ahead of a task of their priority queued before them, so far.
+    pub fn line_jumps(&self) -> u64 {
+        self.line_jumps
     }
 
     /// Something changed that may give held tasks room.
@@ -553,11 +563,12 @@ impl<T: GraphTask> GraphSched<T> {
                 .copied()
                 .flatten()
                 .is_some_and(|kind| LineOrder::applies_to(kind, self.by_latest_start));
-            lines.with(w, |q| {
-                if let Some(p) = placed.take() {
-                    queue_placed_by(q, w, p, d.est_s, latest_start_first);
-                }
+            let jumped = lines.with(w, |q| {
+                placed
+                    .take()
+                    .is_some_and(|p| queue_placed_by(q, w, p, d.est_s, latest_start_first))
             });
+            self.line_jumps += u64::from(jumped == Some(true));
             if let Some(p) = placed {
                 // No line for that id.
                 self.ready.push_back(p.task);
@@ -1412,42 +1423,50 @@ mod tests {
     /// `LineOrder::Arrival`, arrival order.
     #[test]
     fn accelerator_lines_order_by_latest_start_from_three_devices() {
-        let queued_order = |gpus: usize, order: LineOrder, target: usize| -> Vec<usize> {
-            let n = gpus + 1;
-            let sleepers = Sleepers::new(n, true);
-            let mut s = GraphSched::new(n);
-            let mut members: Vec<Member> = (0..gpus).map(gpu_member).collect();
-            members.push(Member {
-                id: gpus,
-                kind: WorkerKind::Cpu,
-                node: 0,
-            });
-            s.add_workers(&members, &sleepers);
-            s.set_line_order(order);
-            let lines: TileLines = PlainQueues::new(n);
-            // Only `target` can run them (worker 0, which queues them at
-            // 5 s, does not steal them): task 1 with 9 s of slack, task 2
-            // with 3 s, task 3 unranked.
-            let mut cost = vec![None; n];
-            cost[target] = Some(1.0);
-            let decided = Decided {
-                decisions: [(1, 9.0), (2, 3.0), (3, f64::INFINITY)]
-                    .into_iter()
-                    .map(|(id, slack_s)| super::super::decide::Decision {
-                        placed: Placed::new(Tile::job(id), 0, cost.clone(), vec![0.0; n]),
-                        worker: target,
-                        est_s: 1.0,
-                        slack_s,
-                    })
-                    .collect(),
-                ..Decided::nothing()
+        let queued_order_and_jumps =
+            |gpus: usize, order: LineOrder, target: usize| -> (Vec<usize>, u64) {
+                let n = gpus + 1;
+                let sleepers = Sleepers::new(n, true);
+                let mut s = GraphSched::new(n);
+                let mut members: Vec<Member> = (0..gpus).map(gpu_member).collect();
+                members.push(Member {
+                    id: gpus,
+                    kind: WorkerKind::Cpu,
+                    node: 0,
+                });
+                s.add_workers(&members, &sleepers);
+                s.set_line_order(order);
+                let lines: TileLines = PlainQueues::new(n);
+                // Only `target` can run them (worker 0, which queues them at
+                // 5 s, does not steal them): task 1 with 9 s of slack, task 2
+                // with 3 s, task 3 unranked.
+                let mut cost = vec![None; n];
+                cost[target] = Some(1.0);
+                let decided = Decided {
+                    decisions: [(1, 9.0), (2, 3.0), (3, f64::INFINITY)]
+                        .into_iter()
+                        .map(|(id, slack_s)| super::super::decide::Decision {
+                            placed: Placed::new(Tile::job(id), 0, cost.clone(), vec![0.0; n]),
+                            worker: target,
+                            est_s: 1.0,
+                            slack_s,
+                        })
+                        .collect(),
+                    ..Decided::nothing()
+                };
+                let mut round = GraphRound::default();
+                s.pop_step(0, 1, 5.0, &sleepers, &mut round, Some(decided), &lines);
+                let queued = lines.with(target, |q| q.take_all()).unwrap();
+                (
+                    queued.iter().map(|(p, _)| p.task.id()).collect(),
+                    s.line_jumps(),
+                )
             };
-            let mut round = GraphRound::default();
-            s.pop_step(0, 1, 5.0, &sleepers, &mut round, Some(decided), &lines);
-            let queued = lines.with(target, |q| q.take_all()).unwrap();
-            queued.iter().map(|(p, _)| p.task.id()).collect()
-        };
+        let jumps = |gpus, order, target| queued_order_and_jumps(gpus, order, target).1;
+        let queued_order = |gpus, order, target| queued_order_and_jumps(gpus, order, target).0;
         assert_eq!(queued_order(3, LineOrder::Auto, 1), [2, 1, 3]);
+        assert_eq!(jumps(3, LineOrder::Auto, 1), 1, "task 2 passed task 1");
+        assert_eq!(jumps(3, LineOrder::Arrival, 1), 0);
         assert_eq!(queued_order(3, LineOrder::LatestStart, 1), [2, 1, 3]);
         assert_eq!(queued_order(2, LineOrder::LatestStart, 1), [2, 1, 3]);
         assert_eq!(queued_order(2, LineOrder::Auto, 1), [1, 2, 3]);

@@ -58,14 +58,15 @@ pub fn queue_placed<T>(line: &mut Line<T>, worker: usize, placed: Placed<T>, est
 
 /// [`queue_placed`], ahead of the tasks of its priority due to start later
 /// ([`Placed::latest_start_s`]) when `latest_start_first`
-/// ([`super::line_order`]).
+/// ([`super::line_order`]); returns whether it went ahead of one queued
+/// before it.
 pub fn queue_placed_by<T>(
     line: &mut Line<T>,
     worker: usize,
     placed: Placed<T>,
     est_s: f64,
     latest_start_first: bool,
-) {
+) -> bool {
     let coming = placed.transfer_s.get(worker).is_some_and(|&t| t > 0.0);
     let priority = placed.priority;
     let due_s = if latest_start_first {
@@ -73,7 +74,7 @@ pub fn queue_placed_by<T>(
     } else {
         f64::INFINITY
     };
-    line.push_due(placed, priority, due_s, est_s, coming);
+    line.push_due(placed, priority, due_s, est_s, coming)
 }
 
 /// Whether a task queued on `line` by [`queue_placed`] waits for data.
