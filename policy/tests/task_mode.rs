@@ -271,9 +271,14 @@ fn scenario(policy: &'static str) {
          (3x slower) {slow}; {paused:?}"
     );
     assert!(paused.epochs >= 1, "{policy}: no epoch formed: {paused:?}");
+    // Most of the batch runs in epochs, unless the epoch's consults cost
+    // more than the balancing rule allows (`unbalanced_tasks`: measured
+    // in wall time, so this machine's load decides; seen with `plb-hec`
+    // on a loaded 2-core machine, 1564 of 2000 dissolved): then its tasks
+    // go to the fallback rule by design. No other way out of the epoch.
     assert!(
-        paused.epoch_tasks >= TASKS as u64 / 2,
-        "{policy}: most of the batch should run in epochs: {paused:?}"
+        paused.epoch_tasks + paused.unbalanced_tasks >= TASKS as u64 / 2,
+        "{policy}: most of the batch should run in epochs or be dissolved by the cost rule: {paused:?}"
     );
     let t1 = Instant::now();
     let (f2, s2, streamed) = run_batch(&session, &mut *cl, false);
