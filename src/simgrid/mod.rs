@@ -19,6 +19,7 @@
 //! progress to stderr, CSV, Markdown and PNG plots to `--out`. Every number
 //! is labelled SIMULATED (StarPU-SimGrid, machine X).
 
+mod bus_scale;
 pub(crate) mod report;
 pub mod run;
 mod xcheck;
@@ -103,7 +104,7 @@ our library against it, then runs this command with the arguments it is given).\
 Example: plb simgrid --machines attila,idgraf:ncuda=4 --cases cholesky:9600,cholesky:19200 --reps 3"
 )]
 pub struct Command {
-    /// Sampled machines, NAME[:ncpu=N][:ncuda=M], comma-separated
+    /// Sampled machines, NAME[:ncpu=N][:ncuda=M][:bus=F] (bus: its bandwidths times F, SIMULATED), comma-separated
     /// (samples: attila, idgraf, mirage, sirocco; hannibal's are partial)
     #[arg(long, value_delimiter = ',', default_value = "attila,idgraf")]
     machines: Vec<String>,
@@ -649,6 +650,12 @@ impl Command {
         let _ = std::fs::remove_dir_all(&copy);
         copy_dir(&samples, &copy)
             .map_err(|e| format!("copying {} to {}: {e}", samples.display(), copy.display()))?;
+        for m in machines {
+            if let Some(f) = &m.bus {
+                bus_scale::derive(&copy, &m.name, f)
+                    .map_err(|e| format!("machine '{}': {e}", m.label()))?;
+            }
+        }
         Ok(Setup {
             examples,
             samples: copy,

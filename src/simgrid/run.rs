@@ -6,19 +6,23 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A sampled machine, possibly restricted (`attila:ncpu=4:ncuda=1`).
+/// A sampled machine, possibly restricted (`attila:ncpu=4:ncuda=1`), or
+/// with its bus scaled (`sirocco:bus=10`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Machine {
-    /// `STARPU_HOSTNAME`: the name of the samples (`bus/<name>.platform.xml`).
+    /// The name of the samples (`bus/<name>.platform.xml`).
     pub name: String,
     /// `STARPU_NCPU`, when restricted.
     pub ncpu: Option<u32>,
     /// `STARPU_NCUDA`, when restricted.
     pub ncuda: Option<u32>,
+    /// The bus bandwidths' scale, as written (a number > 0;
+    /// [`super::bus_scale`]), when scaled.
+    pub bus: Option<String>,
 }
 
 impl Machine {
-    /// Parses `NAME[:ncpu=N][:ncuda=M]` (`:`, since machines are
+    /// Parses `NAME[:ncpu=N][:ncuda=M][:bus=F]` (`:`, since machines are
     /// comma-separated on the command line).
     pub fn parse(text: &str) -> Result<Machine, String> {
         let mut parts = text.split(':');
@@ -28,24 +32,36 @@ impl Machine {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c))
         {
-            return Err(format!("'{text}': a machine is NAME[:ncpu=N][:ncuda=M]"));
+            return Err(format!(
+                "'{text}': a machine is NAME[:ncpu=N][:ncuda=M][:bus=F]"
+            ));
         }
         let mut machine = Machine {
             name: name.to_string(),
             ncpu: None,
             ncuda: None,
+            bus: None,
         };
         for opt in parts {
             let (key, value) = opt
                 .split_once('=')
                 .ok_or_else(|| format!("'{text}': '{opt}' is not KEY=VALUE"))?;
+            if key == "bus" {
+                super::bus_scale::parse_factor(value).map_err(|e| format!("'{text}': {e}"))?;
+                machine.bus = Some(value.to_string());
+                continue;
+            }
             let n: u32 = value
                 .parse()
                 .map_err(|_| format!("'{text}': {key}={value} is not a whole number"))?;
             match key {
                 "ncpu" => machine.ncpu = Some(n),
                 "ncuda" => machine.ncuda = Some(n),
-                _ => return Err(format!("'{text}': unknown setting {key} (ncpu, ncuda)")),
+                _ => {
+                    return Err(format!(
+                        "'{text}': unknown setting {key} (ncpu, ncuda, bus)"
+                    ));
+                }
             }
         }
         Ok(machine)
@@ -61,7 +77,19 @@ impl Machine {
         if let Some(n) = self.ncuda {
             label.push_str(&format!(":ncuda={n}"));
         }
+        if let Some(f) = &self.bus {
+            label.push_str(&format!(":bus={f}"));
+        }
         label
+    }
+
+    /// `STARPU_HOSTNAME`: the samples' name, or that of the copy with the
+    /// bus scaled ([`super::bus_scale::host_name`]).
+    pub fn host(&self) -> String {
+        match &self.bus {
+            Some(f) => super::bus_scale::host_name(&self.name, f),
+            None => self.name.clone(),
+        }
     }
 }
 
@@ -337,7 +365,7 @@ impl Default for Outcome {
 pub fn simulated_machine(cmd: &mut Command, setup: &Setup, machine: &Machine, home: &Path) {
     crate::launch::clear_starpu_settings(cmd);
     cmd.env("STARPU_HOME", home)
-        .env("STARPU_HOSTNAME", &machine.name)
+        .env("STARPU_HOSTNAME", machine.host())
         .env("STARPU_PERF_MODEL_DIR", &setup.samples)
         // The samples list each GPU as a CUDA and an OpenCL device: CUDA
         // workers only, as on the machines sampled.
@@ -733,6 +761,13 @@ mod tests {
         assert!(Machine::parse("attila:ncpu=4,ncuda=1").is_err());
         assert!(Machine::parse("attila:").is_err());
         assert!(Machine::parse("../x").is_err());
+        // A scaled bus is a host of its own, labelled as written.
+        let m = Machine::parse("sirocco:ncuda=2:bus=0.5").unwrap();
+        assert_eq!(m.label(), "sirocco:ncuda=2:bus=0.5");
+        assert_eq!(m.host(), "sirocco-bus0p5");
+        assert_eq!(Machine::parse("sirocco").unwrap().host(), "sirocco");
+        assert!(Machine::parse("sirocco:bus=0").is_err());
+        assert!(Machine::parse("sirocco:bus=fast").is_err());
         // The tile is in every label: two tiles of one size never share a
         // run's name or folders.
         assert_eq!(c.label(), "cholesky:19200/960");
