@@ -60,6 +60,11 @@ use crate::balance::{Balancer, Greedy, Tuning, WorkerKind};
 /// workers (see [`epoch_min`]).
 pub const EPOCH_MIN_TASKS: usize = 8;
 
+/// Workers able to run a batch's codelet that an epoch needs: one worker
+/// has nothing to balance its tasks with (its tasks go to its queue by the
+/// fallback rule).
+pub const EPOCH_MIN_WORKERS: usize = 2;
+
 /// Tasks per capable worker a batch needs to form an epoch (see
 /// [`epoch_min`]).
 pub const EPOCH_MIN_PER_WORKER: usize = 4;

@@ -53,7 +53,7 @@ use crate::balance::registry::BalancerSpec;
 use crate::balance::{Tuning, WorkerKind};
 use crate::sleepers::Sleepers;
 use crate::worker_queues::{PlainQueues, QueueSet, VictimOrder, WorkerQueue, steal};
-use epoch::{Ask, Epoch, EpochPu, Ticket, epoch_min};
+use epoch::{Ask, EPOCH_MIN_WORKERS, Epoch, EpochPu, Ticket, epoch_min};
 use placement::{Candidate, ModelBook, choose};
 
 /// A task as task mode sees it.
@@ -1303,7 +1303,9 @@ impl<T: SchedTask, Q: QueueSet<Queued<T>>> Scheduler<T, Q> {
         if costly {
             self.counters.unbalanced_tasks += 1;
         }
-        let chosen = if codelet != 0 && !capable.is_empty() && !costly {
+        // One capable worker has nothing to balance with: its tasks go to
+        // its queue by the fallback rule, never staged for an epoch.
+        let chosen = if codelet != 0 && capable.len() >= EPOCH_MIN_WORKERS && !costly {
             // Staged. The task closes the current batch: it forms an epoch
             // when big enough, else is placed.
             if self

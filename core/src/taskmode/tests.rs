@@ -232,6 +232,32 @@ fn a_batch_forms_an_epoch_split_by_the_balancer() {
 }
 
 #[test]
+fn a_codelet_one_worker_can_run_forms_no_epoch() {
+    // Two workers, the codelet on worker 1 alone (REAL: Debian's Cholesky
+    // with a CPU and an OpenCL worker): nothing to balance, so no epoch;
+    // every task goes to worker 1's queue, in arrival order (the context's
+    // lone capable worker). The same batch both can run forms one.
+    for (mask, epochs) in [(0b10, 0), (0b11, 1)] {
+        let mut s = sched("plb-hec", 2);
+        let mut book = ModelBook::default();
+        for i in 0..32 {
+            let mut t = task(i, 7);
+            t.mask = mask;
+            t.priority = (i % 3) as i32;
+            s.push(t, 0.0, &book, &never_idle());
+        }
+        let ran = run(&mut s, &mut book, &[1.0, 1.0]);
+        assert_exactly_once(&ran, 32);
+        assert_eq!(s.counters().epochs, epochs, "mask {mask:b}");
+        if epochs == 0 {
+            assert!(ran[0].is_empty());
+            assert_eq!(ran[1], (0..32).collect::<Vec<_>>());
+            assert_eq!(s.counters().fallback_tasks, 32);
+        }
+    }
+}
+
+#[test]
 fn static_takes_its_speeds_from_trained_models_without_a_probe() {
     // The book knows codelet 7 on both workers (3 s and 1 s a task): the
     // epoch is split 1/4 and 3/4 as with the speeds given by name.
