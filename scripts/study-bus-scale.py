@@ -21,6 +21,7 @@ import argparse
 import csv
 import glob
 import importlib.util
+import math
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -104,7 +105,7 @@ def main():
               f"{r['starpu_best']} {r['starpu_best_ms']:.0f} ms | " + " | ".join(cells) + " |")
     means = []
     for _, x, y in cols:
-        v = [ratio(r, x, y) for r in rows if ratio(r, x, y) == ratio(r, x, y)]
+        v = [q for q in (ratio(r, x, y) for r in rows) if not math.isnan(q)]
         means.append(f"{compare.geo(v):.3f}")
     print(f"| geometric mean, {len(rows)} pairs | | | | " + " | ".join(means) + " |")
     if a.csv:

@@ -650,8 +650,12 @@ impl Command {
         let _ = std::fs::remove_dir_all(&copy);
         copy_dir(&samples, &copy)
             .map_err(|e| format!("copying {} to {}: {e}", samples.display(), copy.display()))?;
+        // Each scaled host once (several restrictions may share one).
+        let mut derived = std::collections::BTreeSet::new();
         for m in machines {
-            if let Some(f) = &m.bus {
+            if let Some(f) = &m.bus
+                && derived.insert(m.host())
+            {
                 bus_scale::derive(&copy, &m.name, f)
                     .map_err(|e| format!("machine '{}': {e}", m.label()))?;
             }
