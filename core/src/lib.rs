@@ -31,6 +31,7 @@ pub mod fit;
 /// Double-precision references of the co-execution kernels (and their row costs).
 pub mod kernels;
 pub mod model;
+pub mod paired;
 pub mod platform;
 pub mod policies;
 pub mod rng;

@@ -32,6 +32,7 @@ use super::{examples_dir, gnuplot, write};
 use crate::cli::positive;
 use crate::launch::{clear_starpu_settings, find_library};
 use plb_core::bench::median;
+use plb_core::paired::PairedRatio;
 use starpu_plb::catalog;
 
 /// The emulation of the `emulated` configuration.
@@ -87,7 +88,34 @@ pub struct Options {
 
 /// One measured run.
 struct Run {
+    /// The interleaved round it ran in.
+    rep: usize,
     ms: f64,
+}
+
+/// Coverage of the paired ratios' interval ([`PairedRatio`]).
+const PAIRED_LEVEL: f64 = 0.95;
+
+/// The ratio to `eager` that issue 23's real-run target allows.
+const EAGER_LIMIT: f64 = 1.05;
+
+/// The runs' times by round (NaN where a round has none), for pairing.
+fn by_round(runs: &[Run], reps: usize) -> Vec<f64> {
+    let mut out = vec![f64::NAN; reps];
+    for r in runs {
+        if let Some(slot) = out.get_mut(r.rep) {
+            *slot = r.ms;
+        }
+    }
+    out
+}
+
+/// A paired ratio as a table cell: `median [low–high]`, `-` when the runs
+/// give no interval.
+fn paired_cell(p: Option<PairedRatio>) -> String {
+    p.map_or("-".into(), |p| {
+        format!("{:.2} [{:.2}–{:.2}]", p.median, p.low, p.high)
+    })
 }
 
 /// A worker configuration.
@@ -284,10 +312,14 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
          Fairness: StarPU's model-based policies calibrated first ({} `STARPU_CALIBRATE=1` run(s) of dmda in a private `STARPU_HOME`); \
          our plb-heft, dada and dada-cp after one learning run each (models persisted in that `STARPU_HOME`); \
          our other policies learn within each run. ms: the program's own timing, median [min–max]. \
-         vs eager, vs best StarPU: the median's ratio (below 1: faster). bound: StarPU's LP area bound of the run \
+         vs eager, vs best StarPU: the median's ratio (below 1: faster). \
+         paired: the median of the ratios of runs of one round (each round runs every policy once, so the machine's drift \
+         between rounds cancels) with its distribution-free {:.0} % interval (order statistics; `-` with fewer than 6 rounds); \
+         a ratio is *resolved* above a limit when the whole interval is. bound: StarPU's LP area bound of the run \
          (`PLB_BOUND=1`, from the calibrated models).\n",
         starpu_plb::STARPU_SERIES,
-        opts.calibration
+        opts.calibration,
+        100.0 * PAIRED_LEVEL
     );
     let mut written = Vec::new();
     let mut plot_rows = String::new();
@@ -384,7 +416,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                         "{},{app},{n},{nblocks},{p},{ours},{rep},{ms:.1}",
                         cfg.name
                     );
-                    runs[i].push(Run { ms });
+                    runs[i].push(Run { rep, ms });
                 }
             }
             let medians: Vec<f64> = runs
@@ -409,10 +441,23 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 .filter(|(p, m)| catalog::find(p).is_none() && m.is_finite())
                 .map(|(_, &m)| m)
                 .fold(f64::INFINITY, f64::min);
+            let eager_rounds = opts
+                .policies
+                .iter()
+                .position(|p| p == "eager")
+                .map(|i| by_round(&runs[i], reps));
+            let best_starpu_rounds = opts
+                .policies
+                .iter()
+                .zip(&medians)
+                .position(|(p, &m)| catalog::find(p).is_none() && m == best_starpu)
+                .map(|i| by_round(&runs[i], reps));
+            let mut resolved_over_eager = Vec::new();
             let _ = write!(
                 md,
                 "\n## {}: {} {}\n\nLP area bound: {}\n\n\
-                 | policy | ms | vs eager | vs best StarPU | bound/ms |\n| --- | ---: | ---: | ---: | ---: |\n",
+                 | policy | ms | vs eager | vs best StarPU | paired vs eager | paired vs best StarPU | bound/ms |\n\
+                 | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
                 cfg.label,
                 spec.program,
                 spec.args.join(" "),
@@ -422,7 +467,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 if let Some(why) = why {
                     let first = why.lines().next().unwrap_or("").replace('|', "/");
                     let short: String = first.chars().take(160).collect();
-                    let _ = writeln!(md, "| {p} | failed: {short} | - | - | - |");
+                    let _ = writeln!(md, "| {p} | failed: {short} | - | - | - | - | - |");
                     continue;
                 }
                 let lo = r.iter().map(|x| x.ms).fold(f64::INFINITY, f64::min);
@@ -432,21 +477,44 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 } else {
                     ""
                 };
+                let rounds = by_round(r, reps);
+                let paired = |reference: &Option<Vec<f64>>| {
+                    reference
+                        .as_ref()
+                        .and_then(|b| PairedRatio::of(&rounds, b, PAIRED_LEVEL))
+                };
+                let vs_eager = paired(&eager_rounds);
+                if !ours.is_empty() && vs_eager.is_some_and(|x| x.resolved_above(EAGER_LIMIT)) {
+                    resolved_over_eager.push(p.as_str());
+                }
                 let _ = writeln!(
                     md,
-                    "| {p}{ours} | {m:.0} [{lo:.0}–{hi:.0}] | {} | {} | {} |",
+                    "| {p}{ours} | {m:.0} [{lo:.0}–{hi:.0}] | {} | {} | {} | {} | {} |",
                     eager.map_or("-".into(), |e| format!("{:.2}", m / e)),
                     if best_starpu.is_finite() {
                         format!("{:.2}", m / best_starpu)
                     } else {
                         "-".into()
                     },
+                    paired_cell(vs_eager),
+                    paired_cell(paired(&best_starpu_rounds)),
                     bound.map_or("-".into(), |b| format!("{:.2}", b / m))
                 );
                 let _ = writeln!(
                     plot_rows,
                     "\"{} {app} {p}\" {m:.1} {lo:.1} {hi:.1}",
                     cfg.name
+                );
+            }
+            if eager_rounds.is_some() {
+                let _ = writeln!(
+                    md,
+                    "\nOurs resolved above {EAGER_LIMIT:.2}x `eager` (the whole paired interval above): {}.",
+                    if resolved_over_eager.is_empty() {
+                        "none".to_string()
+                    } else {
+                        resolved_over_eager.join(", ")
+                    }
                 );
             }
         }
