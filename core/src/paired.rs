@@ -42,12 +42,7 @@ impl PairedRatio {
             .collect();
         let n = ratios.len();
         let (k, coverage) = order_statistic_rank(n, level)?;
-        ratios.sort_by(f64::total_cmp);
-        let median = if n % 2 == 1 {
-            ratios[n / 2]
-        } else {
-            0.5 * (ratios[n / 2 - 1] + ratios[n / 2])
-        };
+        let median = crate::bench::median(&mut ratios); // sorts them too
         Some(PairedRatio {
             pairs: n,
             median,
