@@ -429,11 +429,8 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                     }
                 })
                 .collect();
-            let eager = opts
-                .policies
-                .iter()
-                .position(|p| p == "eager")
-                .map(|i| medians[i]);
+            let eager_index = opts.policies.iter().position(|p| p == "eager");
+            let eager = eager_index.map(|i| medians[i]);
             let best_starpu = opts
                 .policies
                 .iter()
@@ -441,11 +438,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 .filter(|(p, m)| catalog::find(p).is_none() && m.is_finite())
                 .map(|(_, &m)| m)
                 .fold(f64::INFINITY, f64::min);
-            let eager_rounds = opts
-                .policies
-                .iter()
-                .position(|p| p == "eager")
-                .map(|i| by_round(&runs[i], reps));
+            let eager_rounds = eager_index.map(|i| by_round(&runs[i], reps));
             let best_starpu_rounds = opts
                 .policies
                 .iter()
