@@ -63,6 +63,14 @@ pub fn policy_name(name: &str) -> Result<String, String> {
     Ok(name.to_string())
 }
 
+/// Value parser of a policy with settings, `NAME[+VAR=VALUE...]`
+/// ([`crate::simgrid::Variant`]), whose name StarPU knows.
+pub fn policy_variant(text: &str) -> Result<crate::simgrid::Variant, String> {
+    let v = crate::simgrid::Variant::parse(text)?;
+    crate::launch::check_policy_name(&v.name)?;
+    Ok(v)
+}
+
 /// Value parser of a whole number of at least 1: refuses `--reps 0` with
 /// "--reps must be at least 1".
 #[derive(Clone, Copy)]

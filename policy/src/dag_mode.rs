@@ -441,6 +441,7 @@ impl SchedPolicy for DagPolicy {
         } else {
             LineOrder::Arrival
         });
+        sched.set_cpu_order(tuning.cpu_order);
         // The ranks forget completed tasks: each batch brings those
         // completed since the previous one.
         sched.list_completed(method == Method::Heft);

@@ -31,6 +31,7 @@ use clap::Args;
 use super::{examples_dir, gnuplot, write};
 use crate::cli::positive;
 use crate::launch::{clear_starpu_settings, find_library};
+use crate::simgrid::Variant;
 use plb_core::bench::median;
 use plb_core::paired::PairedRatio;
 use starpu_plb::catalog;
@@ -57,10 +58,12 @@ pub struct Options {
     /// Repetitions [default: 5, 1 with --quick]
     #[arg(long = "reps", value_name = "N", value_parser = positive::<usize>())]
     pub repetitions: Option<usize>,
-    /// Policies, comma-separated (ours and StarPU's)
+    /// Policies, comma-separated (ours and StarPU's), each with settings
+    /// if wanted: `NAME[+VAR=VALUE...]` (`plb-heft+PLB_CPU_ORDER=arrival`;
+    /// PLB_* and STARPU_* variables), labelled as written
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_POLICIES,
-          value_parser = crate::cli::policy_name)]
-    pub policies: Vec<String>,
+          value_parser = crate::cli::policy_variant)]
+    pub policies: Vec<Variant>,
     /// Applications: cholesky, lu, gemm (StarPU's sgemm: nblocks² coarse
     /// independent tasks per iteration, the few-task case)
     #[arg(long, value_delimiter = ',', default_value = "cholesky,lu")]
@@ -205,6 +208,11 @@ struct Output {
     stderr: String,
 }
 
+/// A variant's settings, as [`run_once`]'s `extra`.
+fn settings(v: &Variant) -> Vec<(&str, String)> {
+    v.env.iter().map(|(k, x)| (k.as_str(), x.clone())).collect()
+}
+
 /// Runs `prog` once under `policy` in `home` with the configuration's
 /// environment and `extra`.
 fn run_once(
@@ -336,7 +344,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
             if opts
                 .policies
                 .iter()
-                .any(|p| MODEL_BASED.contains(&p.as_str()))
+                .any(|p| MODEL_BASED.contains(&p.name.as_str()))
             {
                 for i in 0..opts.calibration {
                     let o = run_once(
@@ -364,14 +372,11 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 &library,
             )?
             .bound_ms;
-            for p in opts
-                .policies
-                .iter()
-                .filter(|p| catalog::find(p).is_some_and(|i| i.dag().is_some()))
-            {
-                let o = run_once(run, p, &home, cfg, &[], &library)?;
+            for p in opts.policies.iter().filter(|p| p.learns()) {
+                let o = run_once(run, &p.name, &home, cfg, &settings(p), &library)?;
                 eprintln!(
-                    "  {label}: learning run of {p} {:.0} ms",
+                    "  {label}: learning run of {} {:.0} ms",
+                    p.label,
                     o.ms.unwrap_or(f64::NAN)
                 );
             }
@@ -382,21 +387,24 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
             // stops the experiment.
             let mut failed: Vec<Option<String>> = opts.policies.iter().map(|_| None).collect();
             for rep in 0..reps {
-                for (i, p) in opts.policies.iter().enumerate() {
+                for (i, variant) in opts.policies.iter().enumerate() {
                     if failed[i].is_some() {
                         continue;
                     }
-                    let outcome = run_once(run, p, &home, cfg, &[], &library).and_then(|o| {
-                        o.ms.ok_or_else(|| {
-                            format!(
-                                "{label} under {p}: no timing line; stderr: {}",
-                                o.stderr.trim()
-                            )
-                        })
-                    });
+                    let p = &variant.label;
+                    let outcome =
+                        run_once(run, &variant.name, &home, cfg, &settings(variant), &library)
+                            .and_then(|o| {
+                                o.ms.ok_or_else(|| {
+                                    format!(
+                                        "{label} under {p}: no timing line; stderr: {}",
+                                        o.stderr.trim()
+                                    )
+                                })
+                            });
                     let ms = match outcome {
                         Ok(ms) => ms,
-                        Err(e) if catalog::find(p).is_none() => {
+                        Err(e) if catalog::find(&variant.name).is_none() => {
                             eprintln!(
                                 "  {label}: StarPU's {p} failed, left out of this table: {e}"
                             );
@@ -410,7 +418,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                         rep + 1,
                         started.elapsed().as_secs_f64()
                     );
-                    let ours = catalog::find(p).is_some();
+                    let ours = catalog::find(&variant.name).is_some();
                     let _ = writeln!(
                         csv,
                         "{},{app},{n},{nblocks},{p},{ours},{rep},{ms:.1}",
@@ -429,13 +437,13 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                     }
                 })
                 .collect();
-            let eager_index = opts.policies.iter().position(|p| p == "eager");
+            let eager_index = opts.policies.iter().position(|p| p.label == "eager");
             let eager = eager_index.map(|i| medians[i]);
             let best_starpu = opts
                 .policies
                 .iter()
                 .zip(&medians)
-                .filter(|(p, m)| catalog::find(p).is_none() && m.is_finite())
+                .filter(|(p, m)| catalog::find(&p.name).is_none() && m.is_finite())
                 .map(|(_, &m)| m)
                 .fold(f64::INFINITY, f64::min);
             let eager_rounds = eager_index.map(|i| by_round(&runs[i], reps));
@@ -443,7 +451,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 .policies
                 .iter()
                 .zip(&medians)
-                .position(|(p, &m)| catalog::find(p).is_none() && m == best_starpu)
+                .position(|(p, &m)| catalog::find(&p.name).is_none() && m == best_starpu)
                 .map(|i| by_round(&runs[i], reps));
             let mut resolved_over_eager = Vec::new();
             let _ = write!(
@@ -456,7 +464,10 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 spec.args.join(" "),
                 bound.map_or("none".to_string(), |b| format!("{b:.0} ms"))
             );
-            for (((p, r), &m), why) in opts.policies.iter().zip(&runs).zip(&medians).zip(&failed) {
+            for (((variant, r), &m), why) in
+                opts.policies.iter().zip(&runs).zip(&medians).zip(&failed)
+            {
+                let p = &variant.label;
                 if let Some(why) = why {
                     let first = why.lines().next().unwrap_or("").replace('|', "/");
                     let short: String = first.chars().take(160).collect();
@@ -465,7 +476,7 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                 }
                 let lo = r.iter().map(|x| x.ms).fold(f64::INFINITY, f64::min);
                 let hi = r.iter().map(|x| x.ms).fold(0.0, f64::max);
-                let ours = if catalog::find(p).is_some() {
+                let ours = if catalog::find(&variant.name).is_some() {
                     " (ours)"
                 } else {
                     ""

@@ -11,6 +11,7 @@
 use std::fmt;
 
 use super::{AcostaConfig, HdssConfig, PlbHacConfig, PlbHecConfig};
+use crate::dag::cpu_order::CpuOrder;
 use crate::dag::graph::Window;
 use crate::dag::line_order::LineOrder;
 use crate::dag::prefetch::PrefetchSetting;
@@ -154,6 +155,9 @@ pub struct Tuning {
     /// `PLB_LINE_ORDER`: how `plb-heft`'s accelerator lines order one
     /// priority's tasks (see [`LineOrder`]).
     pub line_order: LineOrder,
+    /// `PLB_CPU_ORDER`: how the task-graph policies order the tasks of a
+    /// context of CPU workers alone (see [`CpuOrder`]).
+    pub cpu_order: CpuOrder,
 }
 
 /// Default of `PLB_DADA_ALPHA` (see `docs/balancers.md`, "Task graphs").
@@ -186,6 +190,7 @@ impl Default for Tuning {
             starpu_models: true,
             prefetch_horizon: PrefetchSetting::Auto,
             line_order: LineOrder::Auto,
+            cpu_order: CpuOrder::Priority,
             cpu_offload: true,
         }
     }
@@ -301,6 +306,12 @@ pub const VARIABLES: &[Variable] = &[
         accepted: "`auto`, `arrival` or `latest-start`",
         default: "auto",
         meaning: "plb-heft: the order of the tasks of one priority on an accelerator's line (`arrival`: as queued, as dmdas; `latest-start`: earliest latest start first, the time a task was queued plus its slack then, a task without a rank after those with one; `auto`: `latest-start` with 3 or more accelerator memory nodes, otherwise `arrival`); CPU workers' lines keep arrival order",
+    },
+    Variable {
+        name: "PLB_CPU_ORDER",
+        accepted: "`priority` or `arrival`",
+        default: "priority",
+        meaning: "plb-heft, dada, dada-cp: the order of the tasks in a context of CPU workers alone (`priority`: highest priority first, as dmdas; `arrival`: as submitted, as eager); a context with an accelerator keeps priorities",
     },
 ];
 
@@ -496,6 +507,19 @@ impl Tuning {
                         name: "PLB_LINE_ORDER",
                         value: v,
                         accepted: accepted("PLB_LINE_ORDER"),
+                    });
+                }
+            };
+        }
+        if let Some(v) = var("PLB_CPU_ORDER") {
+            t.cpu_order = match v.trim() {
+                "priority" => CpuOrder::Priority,
+                "arrival" => CpuOrder::Arrival,
+                _ => {
+                    return Err(TuningError {
+                        name: "PLB_CPU_ORDER",
+                        value: v,
+                        accepted: accepted("PLB_CPU_ORDER"),
                     });
                 }
             };
@@ -700,6 +724,7 @@ mod tests {
             ("PLB_PREFETCH_HORIZON", "never"),
             ("PLB_LINE_ORDER", "fifo"),
             ("PLB_LINE_ORDER", "latest_start"),
+            ("PLB_CPU_ORDER", "fifo"),
         ];
         for (name, value) in cases {
             let e = with(&[(name, value)]).unwrap_err();
@@ -783,6 +808,17 @@ mod tests {
                 with(&[("PLB_LINE_ORDER", value)]).unwrap().line_order,
                 order
             );
+        }
+    }
+
+    #[test]
+    fn cpu_order() {
+        assert_eq!(Tuning::default().cpu_order, CpuOrder::Priority);
+        for (value, order) in [
+            (" arrival ", CpuOrder::Arrival),
+            ("priority", CpuOrder::Priority),
+        ] {
+            assert_eq!(with(&[("PLB_CPU_ORDER", value)]).unwrap().cpu_order, order);
         }
     }
 

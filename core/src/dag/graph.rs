@@ -38,6 +38,7 @@
 
 use std::collections::VecDeque;
 
+use super::cpu_order::CpuOrder;
 use super::decide::{Batch, Decided, GraphTask, Member, Spare};
 use super::line_order::LineOrder;
 use super::lines::{Line, Placed, StealCharges, data_coming, queue_placed_by, steal_placed};
@@ -135,6 +136,12 @@ pub struct GraphSched<T> {
     /// One member alone is of the kinds found able to run the tasks
     /// placed so far ([`GraphSched::lone_worker`]).
     lone: bool,
+    /// How a context of CPU workers alone orders its tasks
+    /// ([`GraphSched::set_cpu_order`]).
+    cpu_order: CpuOrder,
+    /// Whether the lines and the ready list ignore priorities (arrival
+    /// order): for a lone worker, and per [`GraphSched::set_cpu_order`].
+    arrival: bool,
     /// How the accelerators' lines order a priority's tasks
     /// ([`GraphSched::set_line_order`]).
     line_order: LineOrder,
@@ -210,6 +217,8 @@ impl<T: GraphTask> GraphSched<T> {
             listing_completed: false,
             capable_kinds: [false; WorkerKind::ALL.len()],
             lone: false,
+            cpu_order: CpuOrder::Priority,
+            arrival: false,
             line_order: LineOrder::Arrival,
             by_latest_start: false,
             line_jumps: 0,
@@ -220,6 +229,13 @@ impl<T: GraphTask> GraphSched<T> {
     /// default here: arrival order).
     pub fn set_line_order(&mut self, order: LineOrder) {
         self.line_order = order;
+        self.refresh_lone();
+    }
+
+    /// How a context of CPU workers alone orders its tasks (the default
+    /// here: by priority); a context with an accelerator keeps priorities.
+    pub fn set_cpu_order(&mut self, order: CpuOrder) {
+        self.cpu_order = order;
         self.refresh_lone();
     }
 
@@ -243,13 +259,15 @@ impl<T: GraphTask> GraphSched<T> {
 
     /// Recomputes [`GraphSched::lone_worker`] after the members or the
     /// capable kinds changed; the ready list follows (arrival order for a
-    /// lone worker), and so does the lines' order.
+    /// lone worker, and per [`GraphSched::set_cpu_order`]), and so does
+    /// the lines' order.
     fn refresh_lone(&mut self) {
         self.lone = self.lone_worker();
+        self.arrival = self.lone || !self.cpu_order.by_priority(self.has_accelerator());
         // The line order follows the members too.
         self.by_latest_start = self.line_order.by_latest_start(&self.members);
         self.ready
-            .set_by_priority(self.window.is_some() && !self.lone);
+            .set_by_priority(self.window.is_some() && !self.arrival);
     }
 
     /// Whether placement charges `dmda`'s data penalty (HEFT does): then a
@@ -543,7 +561,7 @@ impl<T: GraphTask> GraphSched<T> {
             .iter()
             .any(|&(w, len)| lines.glance(w).unwrap_or_default().len < len);
         let mut wake = Vec::new();
-        let lone = self.lone;
+        let arrival = self.arrival;
         for d in decided.decisions {
             let w = d.worker;
             // A worker that left during the placement: back to ready.
@@ -551,7 +569,7 @@ impl<T: GraphTask> GraphSched<T> {
                 self.ready.push_back(d.placed.task);
                 continue;
             }
-            let priority = if lone { 0 } else { d.placed.priority };
+            let priority = if arrival { 0 } else { d.placed.priority };
             let mut placed = Some(Placed {
                 latest_start_s: now + d.slack_s,
                 priority,
@@ -1152,6 +1170,57 @@ mod tests {
             .collect();
         assert_eq!(order, [1, 2, 3, 4, 5].map(Some));
         assert_eq!(s.held_for_room(), 0);
+    }
+
+    /// Two CPU workers alone (no accelerator among the members): by
+    /// default each line runs highest priority first; with
+    /// [`CpuOrder::Arrival`] in arrival order, and so does the ready list
+    /// under a window. A context with an accelerator keeps priorities
+    /// whatever the setting.
+    #[test]
+    fn cpu_workers_alone_follow_the_cpu_order() {
+        let pops = |order: CpuOrder, with_gpu: bool| {
+            let sleepers = Sleepers::new(2, true);
+            let mut s: GraphSched<Tile> = GraphSched::new(2);
+            s.set_window(Some(Window {
+                accelerator: 60,
+                cpu: 60,
+            }));
+            s.set_cpu_order(order);
+            let cpu = Member {
+                id: 0,
+                kind: WorkerKind::Cpu,
+                node: 0,
+            };
+            let other = if with_gpu {
+                gpu_member(1)
+            } else {
+                Member { id: 1, ..cpu }
+            };
+            s.add_workers(&[cpu, other], &sleepers);
+            let lines: TileLines = PlainQueues::new(2);
+            let mut models = GraphModels::default();
+            // Worker 1 is 1000x slower: worker 0 is placed every task.
+            models.book.record_now(0, 1, 1.0, 1.0);
+            models.book.record_now(1, 1, 1.0, 1000.0);
+            for (id, priority) in [(1, 0), (2, 5), (3, 0), (4, 9), (5, 5)] {
+                s.push(
+                    Tile {
+                        id,
+                        codelet: 1,
+                        priority,
+                    },
+                    &sleepers,
+                );
+            }
+            (0..5)
+                .map(|_| pop(&mut s, &lines, &mut models, &sleepers, 0))
+                .collect::<Vec<_>>()
+        };
+        let by_priority = [4, 2, 5, 1, 3].map(Some);
+        assert_eq!(pops(CpuOrder::Priority, false), by_priority);
+        assert_eq!(pops(CpuOrder::Arrival, false), [1, 2, 3, 4, 5].map(Some));
+        assert_eq!(pops(CpuOrder::Arrival, true), by_priority);
     }
 
     /// The kinds that ran the tasks so far all left: every remaining

@@ -23,11 +23,13 @@
 //!   dependencies, and an offline HEFT schedule of it (an upper bound).
 //! * [`prefetch`]: which placed tasks the adapter prefetches at once.
 //! * [`line_order`]: the order of an accelerator's line within a priority.
+//! * [`cpu_order`]: the order of a context of CPU workers alone.
 //!
 //! `docs/balancers.md`, "Task graphs", states what is decided where and
 //! what one activation costs.
 
 pub mod bound;
+pub mod cpu_order;
 pub mod dada;
 pub mod decide;
 pub mod graph;
