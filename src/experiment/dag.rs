@@ -19,7 +19,8 @@
 //! models can tell the two workers apart, as ours do) and `opencl` (one CPU
 //! and one PoCL OpenCL worker: Debian's Cholesky and LU have no OpenCL
 //! implementation, so every task runs on the CPU and this configuration
-//! measures scheduling overhead only; it is said so in the output).
+//! measures scheduling overhead only; it is said so in the output), and,
+//! when asked for, `cpu` (2 CPU workers of this machine, no emulation).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -68,8 +69,8 @@ pub struct Options {
     /// independent tasks per iteration, the few-task case)
     #[arg(long, value_delimiter = ',', default_value = "cholesky,lu")]
     pub apps: Vec<String>,
-    /// Configurations: emulated, opencl [default: emulated,opencl; emulated
-    /// with --quick]
+    /// Configurations: emulated, opencl, cpu (2 CPU workers, no emulation)
+    /// [default: emulated,opencl; emulated with --quick]
     #[arg(long, value_delimiter = ',')]
     pub configs: Option<Vec<String>>,
     /// Matrix size [default: 3840, 1920 with --quick]
@@ -151,8 +152,17 @@ fn config(name: &str) -> Result<Config, String> {
                 ("STARPU_NCUDA", "0"),
             ],
         }),
+        "cpu" => Ok(Config {
+            name: "cpu",
+            label: "REAL (2 CPU workers of this machine, no emulation)",
+            env: vec![
+                ("STARPU_NCPU", "2"),
+                ("STARPU_NOPENCL", "0"),
+                ("STARPU_NCUDA", "0"),
+            ],
+        }),
         other => Err(format!(
-            "unknown configuration {other:?} (expected emulated or opencl)"
+            "unknown configuration {other:?} (expected emulated, opencl or cpu)"
         )),
     }
 }
@@ -519,6 +529,32 @@ pub fn run(opts: &Options) -> Result<Vec<PathBuf>, String> {
                     } else {
                         resolved_over_eager.join(", ")
                     }
+                );
+            }
+            // Each policy given with settings against the same policy
+            // without them, when both ran.
+            for (variant, r) in opts.policies.iter().zip(&runs) {
+                if variant.env.is_empty() {
+                    continue;
+                }
+                let Some(base) = opts
+                    .policies
+                    .iter()
+                    .position(|b| b.env.is_empty() && b.name == variant.name)
+                else {
+                    continue;
+                };
+                let paired = PairedRatio::of(
+                    &by_round(r, reps),
+                    &by_round(&runs[base], reps),
+                    PAIRED_LEVEL,
+                );
+                let _ = writeln!(
+                    md,
+                    "\n{} against {} (paired): {}.",
+                    variant.label,
+                    variant.name,
+                    paired_cell(paired)
                 );
             }
         }

@@ -190,7 +190,7 @@ impl Default for Tuning {
             starpu_models: true,
             prefetch_horizon: PrefetchSetting::Auto,
             line_order: LineOrder::Auto,
-            cpu_order: CpuOrder::Priority,
+            cpu_order: CpuOrder::Auto,
             cpu_offload: true,
         }
     }
@@ -309,9 +309,9 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "PLB_CPU_ORDER",
-        accepted: "`priority` or `arrival`",
-        default: "priority",
-        meaning: "plb-heft, dada, dada-cp: the order of the tasks in a context of CPU workers alone (`priority`: highest priority first, as dmdas; `arrival`: as submitted, as eager); a context with an accelerator keeps priorities",
+        accepted: "`auto`, `priority` or `arrival`",
+        default: "auto",
+        meaning: "plb-heft, dada, dada-cp: the order of the tasks in a context of CPU workers alone (`priority`: highest priority first, as dmdas; `arrival`: as submitted, as eager; `auto`: `arrival` with at most 2 CPU workers, otherwise `priority`); a context with an accelerator keeps priorities",
     },
 ];
 
@@ -513,6 +513,7 @@ impl Tuning {
         }
         if let Some(v) = var("PLB_CPU_ORDER") {
             t.cpu_order = match v.trim() {
+                "auto" => CpuOrder::Auto,
                 "priority" => CpuOrder::Priority,
                 "arrival" => CpuOrder::Arrival,
                 _ => {
@@ -813,8 +814,9 @@ mod tests {
 
     #[test]
     fn cpu_order() {
-        assert_eq!(Tuning::default().cpu_order, CpuOrder::Priority);
+        assert_eq!(Tuning::default().cpu_order, CpuOrder::Auto);
         for (value, order) in [
+            ("auto", CpuOrder::Auto),
             (" arrival ", CpuOrder::Arrival),
             ("priority", CpuOrder::Priority),
         ] {

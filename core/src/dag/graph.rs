@@ -233,7 +233,8 @@ impl<T: GraphTask> GraphSched<T> {
     }
 
     /// How a context of CPU workers alone orders its tasks (the default
-    /// here: by priority); a context with an accelerator keeps priorities.
+    /// here: by priority; [`CpuOrder::Auto`] by the members' number); a
+    /// context with an accelerator keeps priorities.
     pub fn set_cpu_order(&mut self, order: CpuOrder) {
         self.cpu_order = order;
         self.refresh_lone();
@@ -263,7 +264,10 @@ impl<T: GraphTask> GraphSched<T> {
     /// the lines' order.
     fn refresh_lone(&mut self) {
         self.lone = self.lone_worker();
-        self.arrival = self.lone || !self.cpu_order.by_priority(self.has_accelerator());
+        self.arrival = self.lone
+            || !self
+                .cpu_order
+                .by_priority(self.has_accelerator(), self.members.len());
         // The line order follows the members too.
         self.by_latest_start = self.line_order.by_latest_start(&self.members);
         self.ready
@@ -1174,9 +1178,9 @@ mod tests {
 
     /// Two CPU workers alone (no accelerator among the members): by
     /// default each line runs highest priority first; with
-    /// [`CpuOrder::Arrival`] in arrival order, and so does the ready list
-    /// under a window. A context with an accelerator keeps priorities
-    /// whatever the setting.
+    /// [`CpuOrder::Arrival`] (and [`CpuOrder::Auto`], 2 workers) in arrival
+    /// order, and so does the ready list under a window. A context with an
+    /// accelerator keeps priorities whatever the setting.
     #[test]
     fn cpu_workers_alone_follow_the_cpu_order() {
         let pops = |order: CpuOrder, with_gpu: bool| {
@@ -1221,6 +1225,9 @@ mod tests {
         assert_eq!(pops(CpuOrder::Priority, false), by_priority);
         assert_eq!(pops(CpuOrder::Arrival, false), [1, 2, 3, 4, 5].map(Some));
         assert_eq!(pops(CpuOrder::Arrival, true), by_priority);
+        // Auto: two CPU workers alone keep arrival order.
+        assert_eq!(pops(CpuOrder::Auto, false), [1, 2, 3, 4, 5].map(Some));
+        assert_eq!(pops(CpuOrder::Auto, true), by_priority);
     }
 
     /// The kinds that ran the tasks so far all left: every remaining
