@@ -11,6 +11,7 @@ use plb_core::balance::WorkerKind;
 use plb_core::dag::Method;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
 use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, Window, pop_own};
+use plb_core::dag::cpu_order::CpuOrder;
 use plb_core::dag::line_order::LineOrder;
 use plb_core::dag::lines::Placed;
 use plb_core::sleepers::Sleepers;
@@ -156,6 +157,13 @@ impl Graph {
     /// ([`GraphSched::set_line_order`]; with ranks, by latest start).
     pub fn line_order(mut self, order: LineOrder) -> Graph {
         self.sched.set_line_order(order);
+        self
+    }
+
+    /// A context of CPU workers alone ordered as `order` says
+    /// ([`GraphSched::set_cpu_order`]; arrival order ignores priorities).
+    pub fn cpu_order(mut self, order: CpuOrder) -> Graph {
+        self.sched.set_cpu_order(order);
         self
     }
 }

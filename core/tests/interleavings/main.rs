@@ -17,6 +17,7 @@ use plb_core::taskmode::{CONSULTS_PER_POP, TaskModeCounters};
 use explorer::{explore, explore_long, explore_released, explore_reporting_all};
 use graph::{Graph, OwnLine};
 use plb_core::dag::graph::Window;
+use plb_core::dag::cpu_order::CpuOrder;
 use plb_core::dag::line_order::LineOrder;
 use task_mode::{Protocol, TaskMode};
 
@@ -167,26 +168,32 @@ fn worker_pushes_lose_no_task_and_no_worker() {
         eps: 0.05,
         cp: false,
     };
+    // (method, window, accelerator, order of a context of CPU workers
+    // alone: arrival order, priorities ignored, as `PLB_CPU_ORDER`'s)
     let cases = [
-        (Method::Heft, None, true),
-        (Method::Heft, None, false),
-        (Method::Heft, small, true),
-        (dada, None, true),
-        (dada, None, false),
+        (Method::Heft, None, true, CpuOrder::Priority),
+        (Method::Heft, None, false, CpuOrder::Priority),
+        (Method::Heft, None, false, CpuOrder::Arrival),
+        (Method::Heft, small, false, CpuOrder::Arrival),
+        (Method::Heft, small, true, CpuOrder::Priority),
+        (dada, None, true, CpuOrder::Priority),
+        (dada, None, false, CpuOrder::Priority),
+        (dada, None, false, CpuOrder::Arrival),
     ];
-    for (method, window, accelerator) in cases {
+    for (method, window, accelerator, order) in cases {
         let make = |plan: &explorer::Plan| {
             Graph::with_accelerator(plan, method, OwnLine::Current, window, accelerator)
+                .cpu_order(order)
         };
         match explore_released(make, 0..300) {
             Err((seed, e, log)) => panic!(
-                "{method:?} {window:?} accelerator {accelerator}, seed {seed}: {e}\nlast actions: {log:#?}"
+                "{method:?} {window:?} accelerator {accelerator} {order:?}, seed {seed}: {e}\nlast actions: {log:#?}"
             ),
             Ok((actions, sides)) => {
                 let pushes: u64 = sides.iter().map(|s| s.worker_pushes).sum();
                 let unwoken: u64 = sides.iter().map(|s| s.unwoken_pushes).sum();
                 eprintln!(
-                    "{method:?} {window:?} accelerator {accelerator}: {actions} actions, \
+                    "{method:?} {window:?} accelerator {accelerator} {order:?}: {actions} actions, \
                      {pushes} worker pushes, {unwoken} among CPU workers alone"
                 );
                 assert!(
