@@ -9,9 +9,9 @@
 
 use plb_core::balance::WorkerKind;
 use plb_core::dag::Method;
+use plb_core::dag::cpu_order::CpuOrder;
 use plb_core::dag::decide::{Batch, Decided, GraphModels, GraphTask, Member, decide};
 use plb_core::dag::graph::{GraphRound, GraphSched, GraphStep, Window, pop_own};
-use plb_core::dag::cpu_order::CpuOrder;
 use plb_core::dag::line_order::LineOrder;
 use plb_core::dag::lines::Placed;
 use plb_core::sleepers::Sleepers;

@@ -16,8 +16,8 @@ use plb_core::taskmode::{CONSULTS_PER_POP, TaskModeCounters};
 
 use explorer::{explore, explore_long, explore_released, explore_reporting_all};
 use graph::{Graph, OwnLine};
-use plb_core::dag::graph::Window;
 use plb_core::dag::cpu_order::CpuOrder;
+use plb_core::dag::graph::Window;
 use plb_core::dag::line_order::LineOrder;
 use task_mode::{Protocol, TaskMode};
 
