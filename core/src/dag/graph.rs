@@ -887,6 +887,20 @@ mod tests {
 
     type TileLines = PlainQueues<Placed<Tile>>;
 
+    /// Pushes tiles of codelet 1 with these (id, priority) pairs.
+    fn push_prioritised(s: &mut GraphSched<Tile>, sleepers: &Sleepers, tiles: &[(usize, i32)]) {
+        for &(id, priority) in tiles {
+            s.push(
+                Tile {
+                    id,
+                    codelet: 1,
+                    priority,
+                },
+                sleepers,
+            );
+        }
+    }
+
     fn queued(lines: &TileLines, w: usize) -> usize {
         lines.with(w, |q| q.len()).unwrap()
     }
@@ -1207,16 +1221,7 @@ mod tests {
             // Worker 1 is 1000x slower: worker 0 is placed every task.
             models.book.record_now(0, 1, 1.0, 1.0);
             models.book.record_now(1, 1, 1.0, 1000.0);
-            for (id, priority) in [(1, 0), (2, 5), (3, 0), (4, 9), (5, 5)] {
-                s.push(
-                    Tile {
-                        id,
-                        codelet: 1,
-                        priority,
-                    },
-                    &sleepers,
-                );
-            }
+            push_prioritised(&mut s, &sleepers, &[(1, 0), (2, 5), (3, 0), (4, 9), (5, 5)]);
             (0..5)
                 .map(|_| pop(&mut s, &lines, &mut models, &sleepers, 0))
                 .collect::<Vec<_>>()
@@ -1276,16 +1281,7 @@ mod tests {
         // Codelet 1: 10 s on the CPU, 1 s on the GPU.
         models.book.record_now(0, 1, 1.0, 10.0);
         models.book.record_now(1, 1, 1.0, 1.0);
-        for (id, priority) in [(1, 0), (2, 0), (3, 7)] {
-            s.push(
-                Tile {
-                    id,
-                    codelet: 1,
-                    priority,
-                },
-                &sleepers,
-            );
-        }
+        push_prioritised(&mut s, &sleepers, &[(1, 0), (2, 0), (3, 7)]);
         // The GPU places 2 tasks (the room of both lines), the urgent one
         // first: it takes task 3; task 1 would finish first on the GPU
         // too, whose line is full: held.
