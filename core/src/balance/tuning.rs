@@ -372,6 +372,23 @@ fn on_off(name: &'static str, value: String) -> Result<bool, TuningError> {
     }
 }
 
+/// One of `choices`' words (surrounding blanks ignored) as the value of
+/// `name`.
+fn one_of<T: Copy>(
+    name: &'static str,
+    value: String,
+    choices: &[(&str, T)],
+) -> Result<T, TuningError> {
+    match choices.iter().find(|(word, _)| *word == value.trim()) {
+        Some(&(_, choice)) => Ok(choice),
+        None => Err(TuningError {
+            name,
+            value,
+            accepted: accepted(name),
+        }),
+    }
+}
+
 fn number(name: &'static str, value: &str, ok: impl Fn(f64) -> bool) -> Result<f64, TuningError> {
     match value.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && ok(v) => Ok(v),
@@ -498,32 +515,26 @@ impl Tuning {
             t.cpu_offload = on_off("PLB_CPU_OFFLOAD", v)?;
         }
         if let Some(v) = var("PLB_LINE_ORDER") {
-            t.line_order = match v.trim() {
-                "auto" => LineOrder::Auto,
-                "arrival" => LineOrder::Arrival,
-                "latest-start" => LineOrder::LatestStart,
-                _ => {
-                    return Err(TuningError {
-                        name: "PLB_LINE_ORDER",
-                        value: v,
-                        accepted: accepted("PLB_LINE_ORDER"),
-                    });
-                }
-            };
+            t.line_order = one_of(
+                "PLB_LINE_ORDER",
+                v,
+                &[
+                    ("auto", LineOrder::Auto),
+                    ("arrival", LineOrder::Arrival),
+                    ("latest-start", LineOrder::LatestStart),
+                ],
+            )?;
         }
         if let Some(v) = var("PLB_CPU_ORDER") {
-            t.cpu_order = match v.trim() {
-                "auto" => CpuOrder::Auto,
-                "priority" => CpuOrder::Priority,
-                "arrival" => CpuOrder::Arrival,
-                _ => {
-                    return Err(TuningError {
-                        name: "PLB_CPU_ORDER",
-                        value: v,
-                        accepted: accepted("PLB_CPU_ORDER"),
-                    });
-                }
-            };
+            t.cpu_order = one_of(
+                "PLB_CPU_ORDER",
+                v,
+                &[
+                    ("auto", CpuOrder::Auto),
+                    ("priority", CpuOrder::Priority),
+                    ("arrival", CpuOrder::Arrival),
+                ],
+            )?;
         }
         if let Some(v) = var("PLB_PREFETCH_HORIZON") {
             t.prefetch_horizon = match v.trim() {
