@@ -2,8 +2,8 @@
 //! members) runs its ready tasks (`PLB_CPU_ORDER`): highest priority first,
 //! as `dmdas` does, or in arrival order, as `eager` does.
 //!
-//! Arrival order runs a task soon after the tasks that wrote its inputs,
-//! while they are still in the caches of the workers' shared memory; the
+//! Arrival order runs a task soon after the tasks that wrote its inputs
+//! (likely while those are still in the workers' caches); the
 //! priorities' order runs the tasks of the critical path first, which
 //! shortens a run only when workers would otherwise idle waiting for them.
 //!
@@ -12,7 +12,7 @@
 //! Measured (docs/results.md, twenty-ninth round): REAL, 2 CPU workers
 //! (one 4x slower, EMULATED), StarPU's Cholesky and LU with tiles of 240,
 //! arrival order ran `plb-heft` 0.94x and 0.95x as long (paired, 21
-//! rounds), its tasks shorter (the caches); SIMULATED (no caches), it cost
+//! rounds; on Cholesky, traced, its tasks shorter); SIMULATED (no caches), it cost
 //! 0.997–1.027x on 2 CPU workers, 1.004–1.058x on 3 and up to 1.30x on 24.
 
 /// `PLB_CPU_ORDER`'s value.
